@@ -1,0 +1,140 @@
+import { type Clock, realClock } from '../clock.js';
+import { validateBudgetOptions } from '../config/validate-budget.js';
+
+/** Options of a hedge budget. */
+export interface BudgetOptions {
+  /** Hedges allowed per call made, 0..1. Default 0.05 (5% extra load). */
+  ratio?: number;
+  /** Hedges always allowed per second, whatever the call rate (a floor for quiet clients). Default 10. */
+  minPerSecond?: number;
+  /** How long a deposit lives, in ms, so that a quiet period cannot bank a burst. Default 10,000. */
+  ttlMs?: number;
+  /** Hedges allowed in flight at once; a hedge over the cap is skipped, never queued. Default 100. */
+  maxConcurrentHedges?: number;
+  /** Time source (tests and simulations). Default: the real clock. */
+  clock?: Clock;
+}
+
+/** Why a hedge was or was not allowed. */
+export type HedgeGrant = 'granted' | 'denied_budget' | 'denied_concurrency';
+
+/** A point-in-time view of a budget. */
+export interface BudgetStats {
+  /** Whole hedges the budget would allow right now. */
+  tokens: number;
+  /** Hedges in flight now. */
+  inFlightHedges: number;
+  /** Hedges granted since creation. */
+  granted: number;
+  /** Hedges refused by the token balance since creation. */
+  deniedBudget: number;
+  /** Hedges refused by the concurrency cap since creation. */
+  deniedConcurrency: number;
+}
+
+const UNIT = 1_000_000;
+const SLICES = 10;
+
+/**
+ * A token bucket shared by every route of a client (or by several clients): each call deposits
+ * `ratio` of a token, each hedge withdraws one, and a reserve of `minPerSecond × ttl` tokens is
+ * always there. Deposits and withdrawals expire after `ttlMs` (a ring of slices, as in Finagle's
+ * RetryBudget), so over any window of length `ttlMs` the hedges are at most
+ * `ratio × calls (in that window and the ttl before it) + minPerSecond × ttl`.
+ * Amounts are integers (millionths of a token): the arithmetic is exact.
+ */
+export class HedgeBudget {
+  readonly #clock: Clock;
+  readonly #deposit: number;
+  readonly #reserve: number;
+  readonly #sliceMs: number;
+  readonly #maxConcurrent: number;
+  readonly #ring = new Array<number>(SLICES).fill(0);
+  #sum = 0;
+  #sliceIndex: number;
+  #inFlight = 0;
+  #granted = 0;
+  #deniedBudget = 0;
+  #deniedConcurrency = 0;
+
+  constructor(options: BudgetOptions = {}) {
+    const o = validateBudgetOptions(options, 'budget');
+    this.#clock = options.clock ?? realClock;
+    this.#deposit = Math.round(o.ratio * UNIT);
+    this.#reserve = Math.round(o.minPerSecond * (o.ttlMs / 1000) * UNIT);
+    this.#sliceMs = o.ttlMs / SLICES;
+    this.#maxConcurrent = o.maxConcurrentHedges;
+    this.#sliceIndex = Math.floor(this.#clock.now() / this.#sliceMs);
+  }
+
+  /** Credits the budget for one call. The engine calls this once per routed call. */
+  deposit(): void {
+    this.#add(this.#deposit);
+  }
+
+  /**
+   * Asks for one hedge. When granted, the caller must call {@link HedgeBudget.release} once the
+   * hedge attempt has ended.
+   */
+  acquire(): HedgeGrant {
+    if (this.#inFlight >= this.#maxConcurrent) {
+      this.#deniedConcurrency++;
+      return 'denied_concurrency';
+    }
+    this.#rotate();
+    if (this.#reserve + this.#sum < UNIT) {
+      this.#deniedBudget++;
+      return 'denied_budget';
+    }
+    this.#add(-UNIT);
+    this.#inFlight++;
+    this.#granted++;
+    return 'granted';
+  }
+
+  /** Marks a granted hedge as ended (won, lost, failed or cancelled). */
+  release(): void {
+    if (this.#inFlight > 0) this.#inFlight--;
+  }
+
+  /** Current balance and counters. */
+  stats(): BudgetStats {
+    this.#rotate();
+    return {
+      tokens: Math.max(0, Math.floor((this.#reserve + this.#sum) / UNIT)),
+      inFlightHedges: this.#inFlight,
+      granted: this.#granted,
+      deniedBudget: this.#deniedBudget,
+      deniedConcurrency: this.#deniedConcurrency,
+    };
+  }
+
+  #add(amount: number): void {
+    this.#rotate();
+    this.#ring[this.#sliceIndex % SLICES] = (this.#ring[this.#sliceIndex % SLICES] ?? 0) + amount;
+    this.#sum += amount;
+  }
+
+  #rotate(): void {
+    const index = Math.floor(this.#clock.now() / this.#sliceMs);
+    if (index <= this.#sliceIndex) return;
+    if (index - this.#sliceIndex >= SLICES) {
+      this.#ring.fill(0);
+      this.#sum = 0;
+    } else {
+      for (let i = this.#sliceIndex + 1; i <= index; i++) {
+        this.#sum -= this.#ring[i % SLICES] ?? 0;
+        this.#ring[i % SLICES] = 0;
+      }
+    }
+    this.#sliceIndex = index;
+  }
+}
+
+/**
+ * Creates a hedge budget that several clients can share (pass it as their `budget` option), so
+ * that the extra load stays bounded across all of them.
+ */
+export function createBudget(options: BudgetOptions = {}): HedgeBudget {
+  return new HedgeBudget(options);
+}

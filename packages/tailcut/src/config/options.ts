@@ -1,0 +1,69 @@
+import type { Dispatcher } from 'undici';
+import type { BudgetOptions, HedgeBudget } from '../budget/budget.js';
+
+/** Hedging settings of a route. Every field is optional; defaults are in the README. */
+export interface HedgeOptions {
+  /** Percentile of recent attempt latencies after which a hedge is sent, in (0, 100). Default 95. */
+  percentile?: number;
+  /** Attempts per call, primary included: 1..5. Default 2 (one hedge). */
+  maxAttempts?: number;
+  /** Delay used until the route has `minSamples` latencies, ms. Default 100. */
+  initialDelayMs?: number;
+  /** Lower clamp of the learned delay, ms. Default 1. */
+  minDelayMs?: number;
+  /** Upper clamp of the learned delay, ms. Default 30,000. */
+  maxDelayMs?: number;
+  /** Length of the rolling latency window, ms (1 s .. 1 h). Default 30,000. */
+  windowMs?: number;
+  /** Latencies needed in the window before the percentile is trusted. Default 20. */
+  minSamples?: number;
+}
+
+/** Which requests a route applies to. All given fields must match; omitted ones match anything. */
+export interface RouteMatch {
+  /** HTTP method or methods, case-insensitive. */
+  method?: string | readonly string[];
+  /** `host` (`name:port`) or hostname of the request URL, case-insensitive. */
+  host?: string;
+  /** Path: exact (`/v1/chat`), prefix (`/v1/*`) or a RegExp tested against the pathname. */
+  path?: string | RegExp;
+}
+
+/** One route: which requests, where they may go, and how they are hedged. */
+export interface RouteOptions {
+  /** Name used in stats, metrics and traces. Unique within a client. */
+  name: string;
+  /** Which requests this route applies to; omitted: every request. First matching route wins. */
+  match?: RouteMatch;
+  /**
+   * Origins (http/https, no path, no credentials) the route's attempts go to. The request URL's
+   * origin is rewritten per attempt; path and query stay. Default: the request's own origin.
+   */
+  replicas?: readonly (string | URL)[];
+  /** Allows hedging methods other than GET/HEAD/OPTIONS; attempts share one Idempotency-Key. */
+  idempotent?: boolean;
+  /** Hedge settings, or `false` to send each call once (still routed and counted). */
+  hedge?: HedgeOptions | false;
+  /** When an attempt wins: on response headers (default) or on the first body byte. */
+  commitOn?: 'headers' | 'first-byte';
+  /** Response statuses that are not acceptable answers. Default 408, 429, 500, 502, 503, 504. */
+  retryOn?: readonly number[];
+}
+
+/** Options of {@link createHedgedFetch}. */
+export interface HedgedFetchOptions {
+  /** Routes, tried in order; a request that matches none passes through unhedged. */
+  routes: readonly RouteOptions[];
+  /** The hedge budget for all routes: options, or a budget shared with other clients. */
+  budget?: BudgetOptions | HedgeBudget;
+  /** Dispatcher for every attempt. Default: a new undici Agent, closed by `close()`. */
+  dispatcher?: Dispatcher;
+  /** Largest streamed request body buffered for replay, bytes. Default 4 MiB. */
+  maxBufferedBodyBytes?: number;
+  /** Largest total of bodies buffered at once by this client, bytes. Default 64 MiB. */
+  maxTotalBufferedBytes?: number;
+  /** OpenTelemetry MeterProvider (reserved for the telemetry layer; validated now). */
+  meterProvider?: { getMeter(...args: never[]): unknown };
+  /** OpenTelemetry TracerProvider (reserved for the telemetry layer; validated now). */
+  tracerProvider?: { getTracer(...args: never[]): unknown };
+}

@@ -1,0 +1,50 @@
+/** Error codes thrown or rejected by tailcut. Each names one kind of failure. */
+export type TailcutErrorCode =
+  /** An option passed to a tailcut factory is missing, of the wrong type or out of range. */
+  | 'TAILCUT_INVALID_OPTION'
+  /** A request cannot be sent as given (for example a locked or already-read body stream). */
+  | 'TAILCUT_INVALID_REQUEST'
+  /** The client was closed with `close()` before this call. */
+  | 'TAILCUT_CLOSED';
+
+/**
+ * The error type of tailcut. `code` is stable and meant for programs; `message` names the
+ * option (or request field) and the value that caused it.
+ */
+export class TailcutError extends Error {
+  override readonly name = 'TailcutError';
+  readonly code: TailcutErrorCode;
+
+  constructor(code: TailcutErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** True when `err` is a {@link TailcutError}, optionally of the given code. */
+export function isTailcutError(err: unknown, code?: TailcutErrorCode): err is TailcutError {
+  return err instanceof TailcutError && (code === undefined || err.code === code);
+}
+
+/** Renders a configuration value for an error message: short, unambiguous, never throws. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+  if (value instanceof RegExp || value instanceof URL) return String(value);
+  if (Array.isArray(value)) return `array(${value.length})`;
+  if (value !== null && typeof value === 'object') {
+    try {
+      const json = JSON.stringify(value);
+      return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+    } catch {
+      return Object.prototype.toString.call(value);
+    }
+  }
+  return String(value);
+}
+
+/** The AbortError used to cancel losing attempts. */
+export function loserAbortError(): DOMException {
+  return new DOMException('tailcut: attempt lost the race and was cancelled', 'AbortError');
+}

@@ -1,0 +1,17 @@
+export {
+  type BudgetOptions,
+  type BudgetStats,
+  createBudget,
+  HedgeBudget,
+} from './budget/budget.js';
+export { type Clock, realClock, type TimerHandle, VirtualClock } from './clock.js';
+export type {
+  HedgedFetchOptions,
+  HedgeOptions,
+  RouteMatch,
+  RouteOptions,
+} from './config/options.js';
+export type { HedgeStats, RouteStats } from './engine/hedger.js';
+export type { RouteCounters } from './engine/route-state.js';
+export { isTailcutError, TailcutError, type TailcutErrorCode } from './errors.js';
+export { createHedgedFetch, type HedgedFetch } from './transport/fetch.js';

@@ -1,0 +1,67 @@
+import { invalid, isObject } from '../config/checks.js';
+
+/** Tests whether a request belongs to a route. */
+export type RouteMatcher = (method: string, url: URL) => boolean;
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function compileMethods(option: string, value: unknown): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0) {
+    invalid(option, value, 'an HTTP method or a non-empty array of methods');
+  }
+  return new Set(
+    list.map((m: unknown) => {
+      if (typeof m !== 'string' || !TOKEN.test(m)) invalid(option, m, 'an HTTP method token');
+      return m.toUpperCase();
+    }),
+  );
+}
+
+function compileHost(option: string, value: unknown): ((url: URL) => boolean) | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '' || /[/\s@?#]/.test(value)) {
+    invalid(option, value, 'a host name, optionally with ":port"');
+  }
+  const host = value.toLowerCase();
+  return (url) => url.host === host || url.hostname === host;
+}
+
+function compilePath(option: string, value: unknown): ((pathname: string) => boolean) | undefined {
+  if (value === undefined) return undefined;
+  if (value instanceof RegExp) {
+    if (value.global || value.sticky) {
+      invalid(option, value, 'a RegExp without the g or y flag (they make test() stateful)');
+    }
+    return (pathname) => value.test(pathname);
+  }
+  if (typeof value !== 'string' || !value.startsWith('/')) {
+    invalid(option, value, 'a path starting with "/", a "prefix/*" pattern, or a RegExp');
+  }
+  if (value.endsWith('/*')) {
+    const prefix = value.slice(0, -2);
+    const withSlash = `${prefix}/`;
+    return (pathname) => pathname === prefix || pathname.startsWith(withSlash);
+  }
+  if (value.includes('*')) invalid(option, value, 'exact, or ending in "/*" for a prefix');
+  return (pathname) => pathname === value;
+}
+
+/** Compiles a route's `match` option; `option` is the path used in error messages. */
+export function compileMatch(option: string, value: unknown): RouteMatcher {
+  if (value === undefined) return () => true;
+  if (!isObject(value)) invalid(option, value, 'an object with method, host and/or path');
+  for (const key of Object.keys(value)) {
+    if (key !== 'method' && key !== 'host' && key !== 'path') {
+      invalid(`${option}.${key}`, value[key], 'one of method, host, path');
+    }
+  }
+  const methods = compileMethods(`${option}.method`, value.method);
+  const host = compileHost(`${option}.host`, value.host);
+  const path = compilePath(`${option}.path`, value.path);
+  return (method, url) =>
+    (methods === undefined || methods.has(method)) &&
+    (host === undefined || host(url)) &&
+    (path === undefined || path(url.pathname));
+}

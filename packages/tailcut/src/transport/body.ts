@@ -1,0 +1,173 @@
+import { Readable } from 'node:stream';
+import * as undici from 'undici';
+import { TailcutError } from '../errors.js';
+import type { ByteQuota } from './byte-quota.js';
+
+/** A request body as the fetch adapter sends it. */
+export interface PreparedBody {
+  /** Returns the body for one attempt; for a replayable body, the same bytes every time. */
+  next(): unknown;
+  /** False when the body can be sent only once (a stream over a cap): the call is not hedged. */
+  replayable: boolean;
+  /** True when the body is a stream (fetch then needs `duplex: 'half'`). */
+  streaming: boolean;
+  /** Content-Type implied by the body, to set when the caller did not. */
+  contentType?: string;
+  /** Returns buffered bytes to the global quota. */
+  release(): void;
+}
+
+/** Limits for buffering a one-shot body. */
+export interface BufferLimits {
+  /** Largest body buffered for one call, bytes. */
+  perCall: number;
+  /** Quota shared by the client's calls. */
+  quota: ByteQuota;
+}
+
+type ChunkSource = () => Promise<IteratorResult<unknown>>;
+
+const nothing = () => {};
+
+function fixed(body: unknown, contentType?: string): PreparedBody {
+  const prepared: PreparedBody = {
+    next: () => body,
+    replayable: true,
+    streaming: false,
+    release: nothing,
+  };
+  if (contentType !== undefined) prepared.contentType = contentType;
+  return prepared;
+}
+
+function toBytes(chunk: unknown): Uint8Array {
+  if (chunk instanceof Uint8Array) return chunk;
+  if (typeof chunk === 'string') return Buffer.from(chunk);
+  if (ArrayBuffer.isView(chunk))
+    return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
+  throw new TailcutError(
+    'TAILCUT_INVALID_REQUEST',
+    `tailcut: request body stream yielded a ${typeof chunk} chunk; expected Uint8Array or string`,
+  );
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
+  );
+}
+
+function isFormData(value: unknown): boolean {
+  return value instanceof undici.FormData || value instanceof globalThis.FormData;
+}
+
+/** Serialises FormData once, so that every attempt sends the same multipart boundary. */
+async function serializeFormData(form: unknown): Promise<PreparedBody> {
+  const response =
+    form instanceof undici.FormData
+      ? new undici.Response(form)
+      : new globalThis.Response(form as FormData);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  return fixed(bytes, response.headers.get('content-type') ?? undefined);
+}
+
+/** A stream body sent once: the chunks already read, then the rest of the source, intact. */
+function sendOnce(head: Uint8Array[], rest: ChunkSource, release: () => void): PreparedBody {
+  async function* resume(): AsyncGenerator<Uint8Array> {
+    yield* head;
+    for (;;) {
+      const r = await rest();
+      if (r.done) return;
+      yield toBytes(r.value);
+    }
+  }
+  let used = false;
+  return {
+    next() {
+      if (used) throw new Error('tailcut: a one-shot body was asked for twice');
+      used = true;
+      return resume();
+    },
+    replayable: false,
+    streaming: true,
+    release,
+  };
+}
+
+/** Reads a one-shot body into memory within the limits, or hands it on to be sent once. */
+async function buffer(source: ChunkSource, limits: BufferLimits): Promise<PreparedBody> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const release = () => limits.quota.give(size);
+  for (;;) {
+    const r = await source();
+    if (r.done) break;
+    const chunk = toBytes(r.value);
+    if (size + chunk.byteLength > limits.perCall || !limits.quota.take(chunk.byteLength)) {
+      chunks.push(chunk);
+      return sendOnce(chunks, source, release);
+    }
+    size += chunk.byteLength;
+    chunks.push(chunk);
+  }
+  const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
+  return { ...fixed(bytes), release };
+}
+
+/**
+ * Prepares a request body for one or more attempts. In-memory bodies (string, bytes,
+ * URLSearchParams, Blob) are replayed as they are, bytes copied once; FormData is serialised
+ * once; streams and async iterables are buffered within the limits when the call may be hedged,
+ * else (or over a limit) sent once, intact.
+ */
+export async function prepareBody(
+  body: unknown,
+  hedgeable: boolean,
+  limits: BufferLimits,
+): Promise<PreparedBody> {
+  if (body === undefined || body === null) return fixed(undefined);
+  if (typeof body === 'string' || body instanceof URLSearchParams || body instanceof Blob) {
+    return fixed(body);
+  }
+  if (body instanceof ArrayBuffer) return fixed(new Uint8Array(body.slice(0)));
+  if (ArrayBuffer.isView(body)) {
+    return fixed(
+      new Uint8Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)),
+    );
+  }
+  if (isFormData(body)) return serializeFormData(body);
+  if (body instanceof ReadableStream) {
+    if (body.locked || Readable.isDisturbed(body as never)) {
+      throw new TailcutError(
+        'TAILCUT_INVALID_REQUEST',
+        'tailcut: request body ReadableStream is locked or already read; pass an unread stream',
+      );
+    }
+    if (!hedgeable) return passOnce(body);
+    const reader = body.getReader();
+    return buffer(() => reader.read(), limits);
+  }
+  if (isAsyncIterable(body)) {
+    if (Readable.isDisturbed(body as never)) {
+      throw new TailcutError(
+        'TAILCUT_INVALID_REQUEST',
+        'tailcut: request body stream is already read; pass an unread stream',
+      );
+    }
+    if (!hedgeable) return passOnce(body);
+    const iterator = body[Symbol.asyncIterator]();
+    return buffer(() => iterator.next(), limits);
+  }
+  throw new TailcutError(
+    'TAILCUT_INVALID_REQUEST',
+    `tailcut: unsupported request body type ${Object.prototype.toString.call(body)}`,
+  );
+}
+
+/** A stream body on a call that will not be hedged: handed to fetch untouched. */
+function passOnce(body: unknown): PreparedBody {
+  return { next: () => body, replayable: false, streaming: true, release: nothing };
+}

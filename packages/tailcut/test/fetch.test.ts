@@ -1,0 +1,335 @@
+import { Readable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHedgedFetch, type HedgedFetch, type HedgedFetchOptions } from '../src/index.js';
+import { type Behaviour, type Replica, startReplica, until } from './support/replica.js';
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((o) => o.close()));
+});
+
+async function replica(name: string, behave?: (n: number) => Behaviour): Promise<Replica> {
+  const r = await startReplica(name, behave);
+  open.push(r);
+  return r;
+}
+
+function client(options: HedgedFetchOptions): HedgedFetch {
+  const f = createHedgedFetch(options);
+  open.push(f);
+  return f;
+}
+
+/** A route that hedges after a fixed 30 ms (minSamples never reached in these tests). */
+function fixedDelay(extra: Partial<HedgedFetchOptions['routes'][number]> = {}) {
+  return {
+    name: 'r',
+    match: { path: '/v1/*' },
+    hedge: { initialDelayMs: 30, minSamples: 1_000_000 },
+    ...extra,
+  };
+}
+
+const slowThenFast = (n: number): Behaviour => (n === 0 ? { delayMs: 400 } : {});
+
+describe('createHedgedFetch over loopback replicas', () => {
+  it('hedges a slow primary to another replica and returns the hedge answer', async () => {
+    const a = await replica('a', slowThenFast);
+    const b = await replica('b');
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    const started = performance.now();
+    const res = await f(`${a.origin}/v1/items?x=1`);
+    expect(await res.text()).toBe('ok from b');
+    expect(performance.now() - started).toBeLessThan(300);
+    expect(a.seen).toHaveLength(1);
+    expect(b.seen).toHaveLength(1);
+    expect(b.seen[0]?.url).toBe('/v1/items?x=1');
+    const s = f.stats().routes.r;
+    expect(s).toMatchObject({ calls: 1, attempts: 2, hedgesSent: 1, hedgesWon: 1 });
+  });
+
+  it('aborts the loser at once: the server sees the close within a few ms', async () => {
+    const a = await replica('a', slowThenFast);
+    const b = await replica('b', () => ({ delayMs: 5 }));
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    const res = await f(`${a.origin}/v1/x`);
+    const wonAt = performance.now();
+    await res.text();
+    await until(() => a.seen[0]?.abortedAt !== undefined);
+    expect((a.seen[0]?.abortedAt ?? 0) - wonAt).toBeLessThan(50);
+    expect(a.seen[0]?.answered).toBe(false);
+  });
+
+  it('never sends more than maxAttempts attempts', async () => {
+    const replicas = await Promise.all(
+      ['a', 'b', 'c', 'd'].map((n) => replica(n, () => ({ delayMs: 150 }))),
+    );
+    const f = client({
+      routes: [
+        fixedDelay({
+          replicas: replicas.map((r) => r.origin),
+          hedge: { initialDelayMs: 10, minSamples: 1_000_000, maxAttempts: 3 },
+        }),
+      ],
+    });
+    await Promise.all([1, 2, 3].map(() => f(`${replicas[0]?.origin}/v1/x`).then((r) => r.text())));
+    const total = replicas.reduce((sum, r) => sum + r.seen.length, 0);
+    expect(total).toBe(9);
+    expect(f.stats().routes.r?.attempts).toBe(9);
+  });
+
+  it('each hedge of a call goes to a replica not yet tried in that call', async () => {
+    const replicas = await Promise.all(
+      ['a', 'b', 'c'].map((n) => replica(n, () => ({ delayMs: 200 }))),
+    );
+    const f = client({
+      routes: [
+        fixedDelay({
+          replicas: replicas.map((r) => r.origin),
+          hedge: { initialDelayMs: 10, minSamples: 1_000_000, maxAttempts: 3 },
+        }),
+      ],
+    });
+    await (await f(`${replicas[0]?.origin}/v1/x`)).text();
+    expect(replicas.map((r) => r.seen.length)).toEqual([1, 1, 1]);
+  });
+
+  it('with one replica, hedges go to the same origin (a load balancer behind it)', async () => {
+    const a = await replica('a', slowThenFast);
+    const f = client({ routes: [fixedDelay()] });
+    const res = await f(`${a.origin}/v1/x`);
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(a.seen).toHaveLength(2);
+  });
+
+  it('never sends a non-idempotent POST twice', async () => {
+    const a = await replica('a', () => ({ delayMs: 150 }));
+    const b = await replica('b');
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    const res = await f(`${a.origin}/v1/x`, { method: 'POST', body: 'once' });
+    expect(await res.text()).toBe('ok from a');
+    expect(a.seen.length + b.seen.length).toBe(1);
+    expect(f.stats().routes.r?.hedgesSent).toBe(0);
+  });
+
+  const bodies: [string, () => unknown, string][] = [
+    ['string', () => 'héllo', 'héllo'],
+    ['Uint8Array', () => new TextEncoder().encode('bytes'), 'bytes'],
+    ['ArrayBuffer', () => new TextEncoder().encode('buffer').buffer, 'buffer'],
+    ['URLSearchParams', () => new URLSearchParams({ q: 'a b', n: '1' }), 'q=a+b&n=1'],
+    ['Blob', () => new Blob(['blob body']), 'blob body'],
+    [
+      'ReadableStream',
+      () =>
+        new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode('str'));
+            c.enqueue(new TextEncoder().encode('eam'));
+            c.close();
+          },
+        }),
+      'stream',
+    ],
+    [
+      'Node Readable',
+      () => Readable.from([Buffer.from('node '), Buffer.from('readable')]),
+      'node readable',
+    ],
+  ];
+  for (const [kind, make, text] of bodies) {
+    it(`idempotent POST with a ${kind} body: both attempts get the same bytes and Idempotency-Key`, async () => {
+      const a = await replica('a', slowThenFast);
+      const b = await replica('b');
+      const f = client({
+        routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+      });
+      const res = await f(`${a.origin}/v1/x`, {
+        method: 'POST',
+        body: make() as BodyInit,
+        duplex: 'half',
+      } as RequestInit);
+      await res.text();
+      const [pa, pb] = [a.seen[0], b.seen[0]];
+      expect(pa?.body.toString()).toBe(text);
+      expect(pb?.body.equals(pa?.body ?? Buffer.alloc(0))).toBe(true);
+      expect(pa?.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+      expect(pb?.headers['idempotency-key']).toBe(pa?.headers['idempotency-key']);
+      expect(pb?.headers['content-type']).toBe(pa?.headers['content-type']);
+    });
+  }
+
+  it('FormData is serialised once: both attempts carry the same multipart boundary and bytes', async () => {
+    const a = await replica('a', slowThenFast);
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+    });
+    const form = new FormData();
+    form.set('field', 'value');
+    form.set('file', new Blob(['content']), 'f.txt');
+    await (await f(`${a.origin}/v1/x`, { method: 'POST', body: form })).text();
+    expect(a.seen[0]?.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    expect(b.seen[0]?.headers['content-type']).toBe(a.seen[0]?.headers['content-type']);
+    expect(b.seen[0]?.body.equals(a.seen[0]?.body ?? Buffer.alloc(0))).toBe(true);
+  });
+
+  it("keeps the caller's Idempotency-Key", async () => {
+    const a = await replica('a', slowThenFast);
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+    });
+    await (
+      await f(`${a.origin}/v1/x`, {
+        method: 'PUT',
+        body: 'x',
+        headers: { 'Idempotency-Key': 'k-1' },
+      })
+    ).text();
+    expect(a.seen[0]?.headers['idempotency-key']).toBe('k-1');
+    expect(b.seen[0]?.headers['idempotency-key']).toBe('k-1');
+  });
+
+  it('a stream body over the per-call cap is sent exactly once, intact, unhedged', async () => {
+    const a = await replica('a', () => ({ delayMs: 100 }));
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+      maxBufferedBodyBytes: 1024,
+    });
+    const chunks = Array.from({ length: 10 }, (_, i) => Buffer.alloc(300, 97 + i));
+    const res = await f(`${a.origin}/v1/x`, {
+      method: 'POST',
+      body: Readable.from(chunks),
+      duplex: 'half',
+    } as RequestInit);
+    expect(await res.text()).toBe('ok from a');
+    expect(a.seen.length + b.seen.length).toBe(1);
+    expect(a.seen[0]?.body.equals(Buffer.concat(chunks))).toBe(true);
+  });
+
+  it('a stream body over the global cap is sent once too', async () => {
+    const a = await replica('a', () => ({ delayMs: 100 }));
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+      maxTotalBufferedBytes: 100,
+    });
+    const body = Buffer.alloc(5000, 120);
+    await (
+      await f(`${a.origin}/v1/x`, {
+        method: 'POST',
+        body: Readable.from([body]),
+        duplex: 'half',
+      } as RequestInit)
+    ).text();
+    expect(a.seen.length + b.seen.length).toBe(1);
+    expect(a.seen[0]?.body.equals(body)).toBe(true);
+  });
+
+  it('a 503 triggers the next attempt at once; the acceptable answer wins', async () => {
+    const a = await replica('a', () => ({ status: 503 }));
+    const b = await replica('b', () => ({ delayMs: 5 }));
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], hedge: { initialDelayMs: 5000 } })],
+    });
+    const started = performance.now();
+    const res = await f(`${a.origin}/v1/x`);
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('when every attempt fails with a status, resolves with the last response', async () => {
+    const a = await replica('a', () => ({ status: 503, body: 'a down' }));
+    const b = await replica('b', () => ({ status: 502, delayMs: 5, body: 'b down' }));
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    const res = await f(`${a.origin}/v1/x`);
+    expect(res.status).toBe(502);
+    expect(await res.text()).toBe('b down');
+    expect(f.stats().routes.r?.failures).toBe(1);
+  });
+
+  it('all replicas down (connection refused) rejects, without hanging', async () => {
+    const a = await replica('a');
+    const b = await replica('b');
+    await a.close();
+    await b.close();
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    await expect(f(`${a.origin}/v1/x`)).rejects.toThrow(TypeError);
+    expect(f.stats().routes.r).toMatchObject({ attempts: 2, failures: 1 });
+  });
+
+  it('a reset primary is followed by a hedge at once', async () => {
+    const a = await replica('a', () => ({ reset: true }));
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], hedge: { initialDelayMs: 5000 } })],
+    });
+    const res = await f(`${a.origin}/v1/x`);
+    expect(await res.text()).toBe('ok from b');
+  });
+
+  it('a 409 on a hedge is not taken as the answer', async () => {
+    const a = await replica('a', () => ({ delayMs: 150 }));
+    const b = await replica('b', () => ({ status: 409 }));
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+    });
+    const res = await f(`${a.origin}/v1/x`, { method: 'POST', body: 'x' });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('ok from a');
+  });
+
+  it('passes unmatched requests through once, unhedged', async () => {
+    const a = await replica('a', () => ({ delayMs: 100 }));
+    const f = client({ routes: [fixedDelay()] });
+    const res = await f(`${a.origin}/other`, { headers: { 'x-test': '1' } });
+    expect(await res.text()).toBe('ok from a');
+    expect(a.seen).toHaveLength(1);
+    expect(a.seen[0]?.headers['x-test']).toBe('1');
+    expect(a.seen[0]?.headers['idempotency-key']).toBeUndefined();
+    expect(f.stats().routes.r?.calls).toBe(0);
+  });
+
+  it('accepts a Request object as input', async () => {
+    const a = await replica('a', slowThenFast);
+    const b = await replica('b');
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
+    });
+    const req = new Request(`${a.origin}/v1/x`, { method: 'POST', body: 'from request' });
+    await (await f(req)).text();
+    expect(b.seen[0]?.body.toString()).toBe('from request');
+    expect(a.seen[0]?.body.toString()).toBe('from request');
+  });
+
+  it('commitOn first-byte: a hedge wins when the primary sends headers but no body', async () => {
+    const { createServer } = await import('node:http');
+    const stalls = createServer((_req, res) => {
+      res.writeHead(200);
+      res.flushHeaders();
+      const t = setTimeout(() => res.end('late'), 400);
+      res.on('close', () => clearTimeout(t));
+    });
+    await new Promise<void>((r) => stalls.listen(0, '127.0.0.1', r));
+    open.push({
+      close: () =>
+        new Promise((r) => {
+          stalls.closeAllConnections();
+          stalls.close(() => r());
+        }),
+    });
+    const port = (stalls.address() as { port: number }).port;
+    const b = await replica('b', () => ({ delayMs: 5 }));
+    const f = client({
+      routes: [
+        fixedDelay({ replicas: [`http://127.0.0.1:${port}`, b.origin], commitOn: 'first-byte' }),
+      ],
+    });
+    const res = await f(`${b.origin}/v1/stream`);
+    expect(await res.text()).toBe('ok from b');
+    expect(f.stats().routes.r?.hedgesWon).toBe(1);
+  });
+});

@@ -1,0 +1,115 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What a test replica does with its n-th request (0-based). */
+export interface Behaviour {
+  /** Milliseconds before answering; `Infinity` never answers. Default 0. */
+  delayMs?: number;
+  /** Status to answer. Default 200. */
+  status?: number;
+  /** Body to answer. Default `ok from <name>`. */
+  body?: string;
+  /** Destroy the socket instead of answering. */
+  reset?: boolean;
+}
+
+/** One request as the replica saw it. */
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  startedAt: number;
+  /** When the client closed the connection before the answer was sent, else undefined. */
+  abortedAt?: number;
+  answered: boolean;
+}
+
+/** A loopback HTTP server that records what it receives. */
+export interface Replica {
+  name: string;
+  origin: string;
+  seen: Seen[];
+  /** Requests whose answer is still pending. */
+  inFlight(): number;
+  close(): Promise<void>;
+}
+
+/** Starts a replica on 127.0.0.1 with a per-request behaviour. */
+export async function startReplica(
+  name: string,
+  behave: (n: number, seen: Seen) => Behaviour = () => ({}),
+): Promise<Replica> {
+  const seen: Seen[] = [];
+  let pending = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    const record: Seen = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.alloc(0),
+      startedAt: performance.now(),
+      answered: false,
+    };
+    const n = seen.length;
+    seen.push(record);
+    pending++;
+    let done = false;
+    const finish = () => {
+      if (!done) {
+        done = true;
+        pending--;
+      }
+    };
+    res.on('close', () => {
+      if (!record.answered) record.abortedAt = performance.now();
+      finish();
+    });
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      record.body = Buffer.concat(chunks);
+      const b = behave(n, record);
+      const answer = () => {
+        if (res.destroyed) return;
+        if (b.reset) {
+          req.socket.destroy();
+          return;
+        }
+        record.answered = true;
+        res.writeHead(b.status ?? 200, { 'content-type': 'text/plain', 'x-replica': name });
+        res.end(b.body ?? `ok from ${name}`);
+      };
+      const delay = b.delayMs ?? 0;
+      if (delay === Number.POSITIVE_INFINITY) return;
+      if (delay <= 0) answer();
+      else {
+        const t = setTimeout(answer, delay);
+        res.on('close', () => clearTimeout(t));
+      }
+    });
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    name,
+    origin: `http://127.0.0.1:${port}`,
+    seen,
+    inFlight: () => pending,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Waits until `check` holds, polling every few ms, up to `timeoutMs`. */
+export async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
