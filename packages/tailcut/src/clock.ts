@@ -14,14 +14,13 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
-/** The wall clock: `performance.now()` and unref'd Node timers. */
+/**
+ * The wall clock: `performance.now()` and Node timers. Timers stay ref'd (they are always
+ * cleared when a call settles), so `process.getActiveResourcesInfo()` shows any left behind.
+ */
 export const realClock: Clock = {
   now: () => performance.now(),
-  setTimeout(callback, ms) {
-    const timer = setTimeout(callback, ms);
-    timer.unref();
-    return timer;
-  },
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout(handle) {
     clearTimeout(handle as NodeJS.Timeout);
   },

@@ -1,0 +1,99 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createBudget, VirtualClock } from '../src/index.js';
+
+describe('HedgeBudget', () => {
+  it('grants exactly ratio x calls hedges when there is no floor', () => {
+    const clock = new VirtualClock();
+    const budget = createBudget({ ratio: 0.05, minPerSecond: 0, clock });
+    for (let i = 0; i < 100; i++) budget.deposit();
+    const grants = Array.from({ length: 10 }, () => budget.acquire());
+    expect(grants.filter((g) => g === 'granted')).toHaveLength(5);
+    expect(budget.stats()).toMatchObject({ granted: 5, deniedBudget: 5, tokens: 0 });
+  });
+
+  it('always allows minPerSecond x ttl hedges, then refills as withdrawals expire', async () => {
+    const clock = new VirtualClock();
+    const budget = createBudget({ ratio: 0, minPerSecond: 2, ttlMs: 10_000, clock });
+    const take = (n: number) =>
+      Array.from({ length: n }, () => budget.acquire()).filter((g) => g === 'granted').length;
+    expect(take(30)).toBe(20);
+    for (let i = 0; i < 20; i++) budget.release();
+    await clock.advance(10_000);
+    expect(take(30)).toBe(20);
+  });
+
+  it('expires deposits: a quiet period cannot bank a burst', async () => {
+    const clock = new VirtualClock();
+    const budget = createBudget({ ratio: 0.5, minPerSecond: 0, ttlMs: 10_000, clock });
+    for (let i = 0; i < 1000; i++) budget.deposit();
+    expect(budget.stats().tokens).toBe(500);
+    await clock.advance(10_000);
+    expect(budget.stats().tokens).toBe(0);
+    expect(budget.acquire()).toBe('denied_budget');
+  });
+
+  it('caps hedges in flight and frees the slot on release', () => {
+    const budget = createBudget({ ratio: 1, maxConcurrentHedges: 2, clock: new VirtualClock() });
+    expect([budget.acquire(), budget.acquire(), budget.acquire()]).toEqual([
+      'granted',
+      'granted',
+      'denied_concurrency',
+    ]);
+    budget.release();
+    expect(budget.acquire()).toBe('granted');
+  });
+
+  it('holds hedges <= ratio x calls + minPerSecond x ttl over any window, whatever the timing', () => {
+    const ttlMs = 10_000;
+    const horizon = ttlMs - ttlMs / 10; // the window the ring guarantees fully live
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.array(
+          fc.record({
+            gap: fc.integer({ min: 0, max: 2_000 }),
+            calls: fc.nat(20),
+            hedges: fc.nat(20),
+          }),
+          { minLength: 1, maxLength: 120 },
+        ),
+        (ratio, minPerSecond, steps) => {
+          let now = 0;
+          const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+          const budget = createBudget({
+            ratio,
+            minPerSecond,
+            ttlMs,
+            clock,
+            maxConcurrentHedges: 1e6,
+          });
+          const calls: number[] = [];
+          const hedges: number[] = [];
+          for (const step of steps) {
+            now += step.gap;
+            for (let i = 0; i < step.calls; i++) {
+              budget.deposit();
+              calls.push(now);
+            }
+            for (let i = 0; i < step.hedges; i++) {
+              if (budget.acquire() === 'granted') hedges.push(now);
+            }
+          }
+          const reserve = minPerSecond * (ttlMs / 1000);
+          for (const start of hedges) {
+            const end = start + horizon;
+            const inWindow = hedges.filter((t) => t >= start && t <= end).length;
+            const credited = calls.filter((t) => t > start - ttlMs && t <= end).length;
+            expect(inWindow).toBeLessThanOrEqual(Math.floor(reserve + ratio * credited + 1e-9));
+          }
+          // And over the whole run: hedges <= ratio x calls + minPerSecond x (seconds + ttl).
+          const bound = ratio * calls.length + minPerSecond * ((now + ttlMs) / 1000) + 1e-9;
+          expect(hedges.length).toBeLessThanOrEqual(Math.floor(bound));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

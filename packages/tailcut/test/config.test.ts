@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { createBudget, createHedgedFetch, TailcutError } from '../src/index.js';
+
+const base = { name: 'r', match: { path: '/v1/*' } };
+
+/** [what, options, option named in the message, value shown in the message] */
+const bad: [string, unknown, string, string][] = [
+  ['options not an object', null, 'options', 'null'],
+  ['unknown client option', { routes: [], budgte: {} }, 'options.budgte', '{}'],
+  ['routes missing', {}, 'routes', 'undefined'],
+  ['route without name', { routes: [{ match: {} }] }, 'routes[0].name', 'undefined'],
+  ['duplicate route names', { routes: [base, base] }, 'routes[1].name', '"r"'],
+  ['unknown route option', { routes: [{ ...base, hedges: {} }] }, 'routes[0].hedges', '{}'],
+  [
+    'percentile 0',
+    { routes: [{ ...base, hedge: { percentile: 0 } }] },
+    'routes[0].hedge.percentile',
+    '0',
+  ],
+  [
+    'percentile 100',
+    { routes: [{ ...base, hedge: { percentile: 100 } }] },
+    'routes[0].hedge.percentile',
+    '100',
+  ],
+  [
+    'percentile NaN',
+    { routes: [{ ...base, hedge: { percentile: Number.NaN } }] },
+    'routes[0].hedge.percentile',
+    'NaN',
+  ],
+  [
+    'percentile string',
+    { routes: [{ ...base, hedge: { percentile: '95' } }] },
+    'routes[0].hedge.percentile',
+    '"95"',
+  ],
+  [
+    'maxAttempts 0',
+    { routes: [{ ...base, hedge: { maxAttempts: 0 } }] },
+    'routes[0].hedge.maxAttempts',
+    '0',
+  ],
+  [
+    'maxAttempts 6',
+    { routes: [{ ...base, hedge: { maxAttempts: 6 } }] },
+    'routes[0].hedge.maxAttempts',
+    '6',
+  ],
+  [
+    'maxAttempts 2.5',
+    { routes: [{ ...base, hedge: { maxAttempts: 2.5 } }] },
+    'routes[0].hedge.maxAttempts',
+    '2.5',
+  ],
+  [
+    'negative delay',
+    { routes: [{ ...base, hedge: { initialDelayMs: -1 } }] },
+    'routes[0].hedge.initialDelayMs',
+    '-1',
+  ],
+  [
+    'Infinity delay',
+    { routes: [{ ...base, hedge: { maxDelayMs: Number.POSITIVE_INFINITY } }] },
+    'routes[0].hedge.maxDelayMs',
+    'Infinity',
+  ],
+  [
+    'min > max delay',
+    { routes: [{ ...base, hedge: { minDelayMs: 50, maxDelayMs: 10 } }] },
+    'routes[0].hedge.minDelayMs',
+    '50',
+  ],
+  [
+    'window too short',
+    { routes: [{ ...base, hedge: { windowMs: 10 } }] },
+    'routes[0].hedge.windowMs',
+    '10',
+  ],
+  [
+    'minSamples 0',
+    { routes: [{ ...base, hedge: { minSamples: 0 } }] },
+    'routes[0].hedge.minSamples',
+    '0',
+  ],
+  ['hedge true', { routes: [{ ...base, hedge: true }] }, 'routes[0].hedge', 'true'],
+  ['bad commitOn', { routes: [{ ...base, commitOn: 'body' }] }, 'routes[0].commitOn', '"body"'],
+  [
+    'idempotent string',
+    { routes: [{ ...base, idempotent: 'yes' }] },
+    'routes[0].idempotent',
+    '"yes"',
+  ],
+  ['empty replicas', { routes: [{ ...base, replicas: [] }] }, 'routes[0].replicas', 'array(0)'],
+  [
+    'ftp replica',
+    { routes: [{ ...base, replicas: ['ftp://a'] }] },
+    'routes[0].replicas[0]',
+    '"ftp://a"',
+  ],
+  [
+    'replica with userinfo',
+    { routes: [{ ...base, replicas: ['http://u:p@a'] }] },
+    'routes[0].replicas[0]',
+    '"http://u:p@a"',
+  ],
+  [
+    'replica with path',
+    { routes: [{ ...base, replicas: ['http://a/v1'] }] },
+    'routes[0].replicas[0]',
+    '"http://a/v1"',
+  ],
+  [
+    'replica not a URL',
+    { routes: [{ ...base, replicas: ['not a url'] }] },
+    'routes[0].replicas[0]',
+    '"not a url"',
+  ],
+  [
+    'metadata replica',
+    { routes: [{ ...base, replicas: ['http://169.254.169.254'] }] },
+    'routes[0].replicas[0]',
+    '"http://169.254.169.254"',
+  ],
+  [
+    'duplicate replicas',
+    { routes: [{ ...base, replicas: ['http://a:80', 'http://a'] }] },
+    'routes[0].replicas[1]',
+    '"http://a"',
+  ],
+  ['replica number', { routes: [{ ...base, replicas: [8000] }] }, 'routes[0].replicas[0]', '8000'],
+  [
+    'bad method',
+    { routes: [{ ...base, match: { method: 'GE T' } }] },
+    'routes[0].match.method',
+    '"GE T"',
+  ],
+  ['bad path', { routes: [{ ...base, match: { path: 'v1' } }] }, 'routes[0].match.path', '"v1"'],
+  [
+    'global RegExp',
+    { routes: [{ ...base, match: { path: /x/g } }] },
+    'routes[0].match.path',
+    '/x/g',
+  ],
+  [
+    'unknown match key',
+    { routes: [{ ...base, match: { url: '/' } }] },
+    'routes[0].match.url',
+    '"/"',
+  ],
+  ['retryOn 700', { routes: [{ ...base, retryOn: [503, 700] }] }, 'routes[0].retryOn[1]', '700'],
+  ['budget ratio 1.5', { routes: [], budget: { ratio: 1.5 } }, 'budget.ratio', '1.5'],
+  ['budget ratio -0.1', { routes: [], budget: { ratio: -0.1 } }, 'budget.ratio', '-0.1'],
+  [
+    'budget minPerSecond NaN',
+    { routes: [], budget: { minPerSecond: Number.NaN } },
+    'budget.minPerSecond',
+    'NaN',
+  ],
+  ['budget unknown key', { routes: [], budget: { rate: 1 } }, 'budget.rate', '1'],
+  ['body cap negative', { routes: [], maxBufferedBodyBytes: -1 }, 'maxBufferedBodyBytes', '-1'],
+  ['meterProvider wrong', { routes: [], meterProvider: {} }, 'meterProvider', '{}'],
+  ['dispatcher wrong', { routes: [], dispatcher: 'agent' }, 'dispatcher', '"agent"'],
+];
+
+describe('configuration validation', () => {
+  for (const [what, options, option, value] of bad) {
+    it(`rejects ${what}: names ${option} and ${value}`, () => {
+      let thrown: unknown;
+      try {
+        createHedgedFetch(options as never);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(TailcutError);
+      const err = thrown as TailcutError;
+      expect(err.code).toBe('TAILCUT_INVALID_OPTION');
+      expect(err.message).toContain(`\`${option}\``);
+      expect(err.message).toContain(value);
+    });
+  }
+
+  it('accepts the DESIGN.md example and a shared budget', async () => {
+    const shared = createBudget({ ratio: 0.05, minPerSecond: 10 });
+    const f = createHedgedFetch({
+      routes: [
+        {
+          name: 'chat',
+          match: { method: 'POST', path: '/v1/chat/completions' },
+          replicas: ['http://10.0.0.1:8000', 'http://10.0.0.2:8000'],
+          idempotent: true,
+          hedge: {
+            percentile: 95,
+            maxAttempts: 2,
+            initialDelayMs: 100,
+            minDelayMs: 1,
+            maxDelayMs: 30_000,
+            windowMs: 30_000,
+            minSamples: 20,
+          },
+          commitOn: 'headers',
+        },
+      ],
+      budget: shared,
+    });
+    expect(f.stats().routes.chat).toMatchObject({ calls: 0, delayMs: 100, samples: 0 });
+    await f.close();
+  });
+
+  it('rejects calls after close() with TAILCUT_CLOSED', async () => {
+    const f = createHedgedFetch({ routes: [] });
+    await f.close();
+    await expect(f('http://127.0.0.1:1/')).rejects.toMatchObject({ code: 'TAILCUT_CLOSED' });
+  });
+});

@@ -1,0 +1,70 @@
+import type { RouteOptions } from '../../src/config/options.js';
+import { validateClientOptions } from '../../src/config/validate.js';
+import { type AttemptContext, type RaceWin, race } from '../../src/engine/race.js';
+import { RouteState } from '../../src/engine/route-state.js';
+import { HedgeBudget, VirtualClock } from '../../src/index.js';
+
+/** How a simulated attempt ends. */
+export type SimOutcome = { ms: number; result: 'ok' | 'retry' | 'fail' | 'error' };
+
+/** One simulated attempt, as the test saw it. */
+export interface SimAttempt {
+  call: number;
+  ctx: AttemptContext;
+  startedAt: number;
+  /** Virtual time the attempt reached its commit point, if it did. */
+  committedAt?: number;
+  abortedAt?: number;
+  result?: SimOutcome['result'];
+}
+
+/** A route and budget under a virtual clock, with attempts whose latencies the test chooses. */
+export function simulation(
+  route: Partial<RouteOptions>,
+  budget: ConstructorParameters<typeof HedgeBudget>[0] = {},
+) {
+  const clock = new VirtualClock();
+  const settings = validateClientOptions({ routes: [{ name: 'sim', ...route }] });
+  const state = new RouteState(settings.routes[0] as never, clock);
+  const hedgeBudget = new HedgeBudget({ ...budget, clock });
+  const attempts: SimAttempt[] = [];
+
+  /** Runs one call whose attempt `i` behaves as `outcome(i)`. */
+  function call(
+    id: number,
+    outcome: (attempt: number) => SimOutcome,
+    options: { signal?: AbortSignal; maxAttempts?: number } = {},
+  ): Promise<RaceWin<SimAttempt>> {
+    return race<SimAttempt>({
+      route: state,
+      budget: hedgeBudget,
+      clock,
+      signal: options.signal,
+      maxAttempts: options.maxAttempts ?? state.settings.maxAttempts,
+      run(ctx) {
+        const record: SimAttempt = { call: id, ctx, startedAt: clock.now() };
+        attempts.push(record);
+        const o = outcome(ctx.index);
+        return new Promise<SimAttempt>((resolve, reject) => {
+          const timer = clock.setTimeout(() => {
+            ctx.signal.removeEventListener('abort', onAbort);
+            record.committedAt = clock.now();
+            record.result = o.result;
+            if (o.result === 'error') reject(new Error(`attempt ${ctx.index} failed`));
+            else resolve(record);
+          }, o.ms);
+          const onAbort = () => {
+            clock.clearTimeout(timer);
+            record.abortedAt = clock.now();
+            reject(ctx.signal.reason);
+          };
+          ctx.signal.addEventListener('abort', onAbort, { once: true });
+        });
+      },
+      judge: (r) => (r.result === 'ok' ? 'accept' : r.result === 'retry' ? 'retry' : 'fail'),
+      discard: () => {},
+    });
+  }
+
+  return { clock, state, budget: hedgeBudget, attempts, call };
+}
