@@ -146,7 +146,7 @@ describe('createHedgedFetch over loopback replicas', () => {
       });
       const res = await f(`${a.origin}/v1/x`, {
         method: 'POST',
-        body: make() as BodyInit,
+        body: make() as RequestInit['body'],
         duplex: 'half',
       } as RequestInit);
       await res.text();
