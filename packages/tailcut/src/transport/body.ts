@@ -60,6 +60,11 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   );
 }
 
+/** True for a one-shot body: a ReadableStream or an async iterable (fetch needs `duplex: 'half'`). */
+export function isStreamBody(value: unknown): boolean {
+  return value instanceof ReadableStream || isAsyncIterable(value);
+}
+
 function isFormData(value: unknown): boolean {
   return value instanceof undici.FormData || value instanceof globalThis.FormData;
 }

@@ -8,7 +8,7 @@ import { Hedger } from '../engine/hedger.js';
 import { type AttemptContext, race, type Verdict } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { TailcutError } from '../errors.js';
-import { type PreparedBody, prepareBody } from './body.js';
+import { isStreamBody, prepareBody } from './body.js';
 import { ByteQuota } from './byte-quota.js';
 import { type CallParts, readCall } from './request.js';
 import { handOver } from './response.js';
@@ -66,17 +66,18 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   const send = (
     call: CallParts,
     target: string,
-    body: PreparedBody,
+    body: unknown,
+    streaming: boolean,
     signal: AbortSignal | undefined,
   ) =>
     undici.fetch(target, {
       ...call.rest,
       method: call.method,
       headers: call.headers,
-      body: body.next() as undici.BodyInit,
+      body: body as undici.BodyInit,
       signal,
       dispatcher: (call.rest.dispatcher as undici.Dispatcher | undefined) ?? dispatcher,
-      ...(body.streaming ? { duplex: 'half' } : {}),
+      ...(streaming ? { duplex: 'half' } : {}),
     } as undici.RequestInit);
 
   async function hedged(call: CallParts, route: RouteState): Promise<undici.Response> {
@@ -101,7 +102,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
         maxAttempts: hedgeable && body.replayable ? rs.maxAttempts : 1,
         async run(ctx) {
           const target = ctx.origin === undefined ? call.url.href : ctx.origin + path;
-          const res = await send(call, target, body, ctx.signal);
+          const res = await send(call, target, body.next(), body.streaming, ctx.signal);
           if (!firstByte || res.body === null || verdict(route, res.status, ctx) !== 'accept') {
             return { res };
           }
@@ -123,7 +124,10 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     }
   }
 
-  const hedgedFetch = async (input: string | URL | Request, init?: RequestInit) => {
+  const hedgedFetch = async (
+    input: string | URL | Request,
+    init?: RequestInit,
+  ): Promise<undici.Response> => {
     if (closed) {
       throw new TailcutError(
         'TAILCUT_CLOSED',
@@ -133,22 +137,17 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     const call = readCall(input, init as Record<string, unknown> | undefined);
     const route = hedger.route(call.methodKey, call.url);
     if (route === undefined) {
-      const streaming = call.body instanceof ReadableStream && call.rest.duplex === undefined;
-      return send(
-        call,
-        call.url.href,
-        { next: () => call.body, streaming } as PreparedBody,
-        call.signal,
-      );
+      return send(call, call.url.href, call.body, isStreamBody(call.body), call.signal);
     }
     return hedged(call, route);
   };
 
-  return Object.assign(hedgedFetch as unknown as HedgedFetch['prototype'], {
+  // undici's Response is the WHATWG Response the global types describe.
+  return Object.assign(hedgedFetch as unknown as HedgedFetch, {
     stats: () => hedger.stats(),
     async close() {
       closed = true;
       if (ownDispatcher) await dispatcher.close();
     },
-  }) as HedgedFetch;
+  });
 }
