@@ -5,16 +5,14 @@ import type { HedgedFetchOptions } from '../config/options.js';
 import { validateClientOptions } from '../config/validate.js';
 import type { HedgeStats } from '../engine/hedger.js';
 import { Hedger } from '../engine/hedger.js';
-import { type AttemptContext, race, type Verdict } from '../engine/race.js';
+import { race } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { TailcutError } from '../errors.js';
-import { isStreamBody, prepareBody } from './body.js';
+import { isStreamBody } from './body.js';
 import { ByteQuota } from './byte-quota.js';
+import { planCall, verdict } from './plan.js';
 import { type CallParts, readCall } from './request.js';
 import { handOver } from './response.js';
-
-/** Methods hedged without `idempotent: true`. */
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** A fetch function with hedging, plus its stats and a way to release its resources. */
 export interface HedgedFetch {
@@ -31,13 +29,6 @@ interface AttemptResult {
   /** First body chunk, read when the route commits on the first byte. */
   head?: Uint8Array | undefined;
   reader?: ReadableStreamDefaultReader<Uint8Array> | undefined;
-}
-
-function verdict(route: RouteState, status: number, ctx: AttemptContext): Verdict {
-  if (route.settings.retryOn.has(status)) return 'retry';
-  // The primary may still hold the idempotency key: a hedge's conflict is not an answer.
-  if (status === 409 && ctx.kind === 'hedge') return 'fail';
-  return 'accept';
 }
 
 function discard(result: AttemptResult): void {
@@ -81,25 +72,23 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     } as undici.RequestInit);
 
   async function hedged(call: CallParts, route: RouteState): Promise<undici.Response> {
-    const { settings: rs } = route;
-    const safe = SAFE_METHODS.has(call.methodKey);
-    const hedgeable = rs.maxAttempts > 1 && (safe || rs.idempotent);
-    const body = await prepareBody(call.body, hedgeable, limits);
+    const plan = await planCall(route, call.methodKey, call.body, limits);
+    const { body } = plan;
     try {
-      if (!safe && rs.idempotent && !call.headers.has('idempotency-key')) {
+      if (plan.needsIdempotencyKey && !call.headers.has('idempotency-key')) {
         call.headers.set('idempotency-key', randomUUID());
       }
       if (body.contentType !== undefined && !call.headers.has('content-type')) {
         call.headers.set('content-type', body.contentType);
       }
       const path = call.url.pathname + call.url.search;
-      const firstByte = rs.commitOn === 'first-byte';
+      const firstByte = route.settings.commitOn === 'first-byte';
       const win = await race<AttemptResult>({
         route,
         budget: hedger.budget,
         clock: hedger.clock,
         signal: call.signal,
-        maxAttempts: hedgeable && body.replayable ? rs.maxAttempts : 1,
+        maxAttempts: plan.maxAttempts,
         async run(ctx) {
           const target = ctx.origin === undefined ? call.url.href : ctx.origin + path;
           const res = await send(call, target, body.next(), body.streaming, ctx.signal);
