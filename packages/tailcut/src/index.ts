@@ -15,3 +15,8 @@ export type { HedgeStats, RouteStats } from './engine/hedger.js';
 export type { RouteCounters } from './engine/route-state.js';
 export { isTailcutError, TailcutError, type TailcutErrorCode } from './errors.js';
 export { createHedgedFetch, type HedgedFetch } from './transport/fetch.js';
+export {
+  type HedgeInterceptor,
+  type HedgeInterceptorOptions,
+  hedge,
+} from './transport/interceptor.js';
