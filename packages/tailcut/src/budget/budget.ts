@@ -44,32 +44,32 @@ const SLICES = 10;
  * Amounts are integers (millionths of a token): the arithmetic is exact.
  */
 export class HedgeBudget {
-  readonly #clock: Clock;
-  readonly #deposit: number;
-  readonly #reserve: number;
-  readonly #sliceMs: number;
-  readonly #maxConcurrent: number;
-  readonly #ring = new Array<number>(SLICES).fill(0);
-  #sum = 0;
-  #sliceIndex: number;
-  #inFlight = 0;
-  #granted = 0;
-  #deniedBudget = 0;
-  #deniedConcurrency = 0;
+  private readonly clock: Clock;
+  private readonly depositAmount: number;
+  private readonly reserve: number;
+  private readonly sliceMs: number;
+  private readonly maxConcurrent: number;
+  private readonly ring = new Array<number>(SLICES).fill(0);
+  private sum = 0;
+  private sliceIndex: number;
+  private inFlight = 0;
+  private granted = 0;
+  private deniedBudget = 0;
+  private deniedConcurrency = 0;
 
   constructor(options: BudgetOptions = {}) {
     const o = validateBudgetOptions(options, 'budget');
-    this.#clock = options.clock ?? realClock;
-    this.#deposit = Math.round(o.ratio * UNIT);
-    this.#reserve = Math.round(o.minPerSecond * (o.ttlMs / 1000) * UNIT);
-    this.#sliceMs = o.ttlMs / SLICES;
-    this.#maxConcurrent = o.maxConcurrentHedges;
-    this.#sliceIndex = Math.floor(this.#clock.now() / this.#sliceMs);
+    this.clock = options.clock ?? realClock;
+    this.depositAmount = Math.round(o.ratio * UNIT);
+    this.reserve = Math.round(o.minPerSecond * (o.ttlMs / 1000) * UNIT);
+    this.sliceMs = o.ttlMs / SLICES;
+    this.maxConcurrent = o.maxConcurrentHedges;
+    this.sliceIndex = Math.floor(this.clock.now() / this.sliceMs);
   }
 
   /** Credits the budget for one call. The engine calls this once per routed call. */
   deposit(): void {
-    this.#add(this.#deposit);
+    this.add(this.depositAmount);
   }
 
   /**
@@ -77,57 +77,57 @@ export class HedgeBudget {
    * hedge attempt has ended.
    */
   acquire(): HedgeGrant {
-    if (this.#inFlight >= this.#maxConcurrent) {
-      this.#deniedConcurrency++;
+    if (this.inFlight >= this.maxConcurrent) {
+      this.deniedConcurrency++;
       return 'denied_concurrency';
     }
-    this.#rotate();
-    if (this.#reserve + this.#sum < UNIT) {
-      this.#deniedBudget++;
+    this.rotate();
+    if (this.reserve + this.sum < UNIT) {
+      this.deniedBudget++;
       return 'denied_budget';
     }
-    this.#add(-UNIT);
-    this.#inFlight++;
-    this.#granted++;
+    this.add(-UNIT);
+    this.inFlight++;
+    this.granted++;
     return 'granted';
   }
 
   /** Marks a granted hedge as ended (won, lost, failed or cancelled). */
   release(): void {
-    if (this.#inFlight > 0) this.#inFlight--;
+    if (this.inFlight > 0) this.inFlight--;
   }
 
   /** Current balance and counters. */
   stats(): BudgetStats {
-    this.#rotate();
+    this.rotate();
     return {
-      tokens: Math.max(0, Math.floor((this.#reserve + this.#sum) / UNIT)),
-      inFlightHedges: this.#inFlight,
-      granted: this.#granted,
-      deniedBudget: this.#deniedBudget,
-      deniedConcurrency: this.#deniedConcurrency,
+      tokens: Math.max(0, Math.floor((this.reserve + this.sum) / UNIT)),
+      inFlightHedges: this.inFlight,
+      granted: this.granted,
+      deniedBudget: this.deniedBudget,
+      deniedConcurrency: this.deniedConcurrency,
     };
   }
 
-  #add(amount: number): void {
-    this.#rotate();
-    this.#ring[this.#sliceIndex % SLICES] = (this.#ring[this.#sliceIndex % SLICES] ?? 0) + amount;
-    this.#sum += amount;
+  private add(amount: number): void {
+    this.rotate();
+    this.ring[this.sliceIndex % SLICES] = (this.ring[this.sliceIndex % SLICES] ?? 0) + amount;
+    this.sum += amount;
   }
 
-  #rotate(): void {
-    const index = Math.floor(this.#clock.now() / this.#sliceMs);
-    if (index <= this.#sliceIndex) return;
-    if (index - this.#sliceIndex >= SLICES) {
-      this.#ring.fill(0);
-      this.#sum = 0;
+  private rotate(): void {
+    const index = Math.floor(this.clock.now() / this.sliceMs);
+    if (index <= this.sliceIndex) return;
+    if (index - this.sliceIndex >= SLICES) {
+      this.ring.fill(0);
+      this.sum = 0;
     } else {
-      for (let i = this.#sliceIndex + 1; i <= index; i++) {
-        this.#sum -= this.#ring[i % SLICES] ?? 0;
-        this.#ring[i % SLICES] = 0;
+      for (let i = this.sliceIndex + 1; i <= index; i++) {
+        this.sum -= this.ring[i % SLICES] ?? 0;
+        this.ring[i % SLICES] = 0;
       }
     }
-    this.#sliceIndex = index;
+    this.sliceIndex = index;
   }
 }
 

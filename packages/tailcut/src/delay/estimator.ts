@@ -24,57 +24,57 @@ const REFRESH_MS = 10;
  * values the window would only see the fast attempts and the delay would drift down.
  */
 export class DelayEstimator {
-  readonly #settings: DelaySettings;
-  readonly #clock: Clock;
-  readonly #window: WindowHistogram;
-  #cached: number;
-  #computedAt = Number.NEGATIVE_INFINITY;
-  #dirty = false;
-  #warm = false;
-  readonly #sliceMs: number;
+  private readonly settings: DelaySettings;
+  private readonly clock: Clock;
+  private readonly window: WindowHistogram;
+  private cached: number;
+  private computedAt = Number.NEGATIVE_INFINITY;
+  private dirty = false;
+  private warm = false;
+  private readonly sliceMs: number;
 
   constructor(settings: DelaySettings, clock: Clock) {
-    this.#settings = settings;
-    this.#clock = clock;
-    this.#window = new WindowHistogram(settings.windowMs, clock.now());
-    this.#cached = settings.initialDelayMs;
-    this.#sliceMs = settings.windowMs / WINDOW_SLICES;
+    this.settings = settings;
+    this.clock = clock;
+    this.window = new WindowHistogram(settings.windowMs, clock.now());
+    this.cached = settings.initialDelayMs;
+    this.sliceMs = settings.windowMs / WINDOW_SLICES;
   }
 
   /** Records an attempt latency (or censored lower bound) in milliseconds. */
   record(elapsedMs: number): void {
-    this.#window.record(elapsedMs * 1000, this.#clock.now());
-    this.#dirty = true;
+    this.window.record(elapsedMs * 1000, this.clock.now());
+    this.dirty = true;
   }
 
   /** The current hedge delay in milliseconds. */
   delayMs(): number {
-    const now = this.#clock.now();
-    const age = now - this.#computedAt;
+    const now = this.clock.now();
+    const age = now - this.computedAt;
     // Recompute when new values arrived (at most every REFRESH_MS once warm), or when a slice
     // may have rotated out of the window.
-    const stale = this.#dirty ? age >= REFRESH_MS || !this.#warm : age >= this.#sliceMs;
-    if (!stale) return this.#cached;
-    this.#computedAt = now;
-    this.#dirty = false;
-    const s = this.#settings;
-    this.#warm = this.#window.count(now) >= s.minSamples;
-    if (!this.#warm) {
-      this.#cached = s.initialDelayMs;
+    const stale = this.dirty ? age >= REFRESH_MS || !this.warm : age >= this.sliceMs;
+    if (!stale) return this.cached;
+    this.computedAt = now;
+    this.dirty = false;
+    const s = this.settings;
+    this.warm = this.window.count(now) >= s.minSamples;
+    if (!this.warm) {
+      this.cached = s.initialDelayMs;
     } else {
-      const estimate = this.#window.valueAtPercentile(s.percentile, now) / 1000;
-      this.#cached = Math.min(s.maxDelayMs, Math.max(s.minDelayMs, estimate));
+      const estimate = this.window.valueAtPercentile(s.percentile, now) / 1000;
+      this.cached = Math.min(s.maxDelayMs, Math.max(s.minDelayMs, estimate));
     }
-    return this.#cached;
+    return this.cached;
   }
 
   /** Values in the window now. */
   samples(): number {
-    return this.#window.count(this.#clock.now());
+    return this.window.count(this.clock.now());
   }
 
   /** A percentile (0..100) of the window in milliseconds; 0 when empty. */
   percentileMs(percentile: number): number {
-    return this.#window.valueAtPercentile(percentile, this.#clock.now()) / 1000;
+    return this.window.valueAtPercentile(percentile, this.clock.now()) / 1000;
   }
 }

@@ -1,6 +1,7 @@
 import type { BudgetStats, HedgeBudget } from '../budget/budget.js';
 import type { Clock } from '../clock.js';
 import type { ClientSettings } from '../config/validate.js';
+import type { RequestTarget } from '../routes/matcher.js';
 import { type RouteCounters, RouteState } from './route-state.js';
 
 /** A route's figures, as `stats()` reports them. */
@@ -33,10 +34,10 @@ export class Hedger {
     this.clock = clock;
   }
 
-  /** The first route matching `method` (upper case) and `url`, if any. */
-  route(method: string, url: URL): RouteState | undefined {
+  /** The first route matching `method` (upper case) and `target`, if any. */
+  route(method: string, target: RequestTarget): RouteState | undefined {
     for (const route of this.routes) {
-      if (route.settings.matches(method, url)) return route;
+      if (route.settings.matches(method, target)) return route;
     }
     return undefined;
   }

@@ -13,8 +13,23 @@ export interface AttemptContext {
   readonly kind: AttemptKind;
   /** Origin to send to, or `undefined` for the request's own origin. */
   readonly origin: string | undefined;
-  /** Aborted when the attempt loses, or when the caller aborts. */
+  /** Aborted when the attempt is cancelled (lost, or the caller aborted). Created on first use. */
   readonly signal: AbortSignal;
+  /** Registers the transport's own way to cancel the attempt (cheaper than a signal). */
+  onCancel(target: Cancellable): void;
+}
+
+/** Something the engine can cancel with a reason. */
+export interface Cancellable {
+  cancel(reason: unknown): void;
+}
+
+/** How an attempt reports back; exactly one of the two, once, synchronously or later. */
+export interface AttemptReport<T> {
+  /** The attempt reached its commit point with `value`. */
+  commit(value: T): void;
+  /** The attempt failed before its commit point. */
+  fail(error: unknown): void;
 }
 
 /**
@@ -29,210 +44,293 @@ export interface RaceSpec<T> {
   route: RouteState;
   budget: HedgeBudget;
   clock: Clock;
-  /** The caller's signal: aborts every attempt and rejects with its reason. */
+  /** The caller's signal, if any: aborts every attempt and ends the race with its reason. */
   signal?: AbortSignal | undefined;
   /** Attempts allowed for this call (1 when the request may not be sent twice). */
   maxAttempts: number;
-  /** Runs one attempt; settles at the commit point. */
-  run(ctx: AttemptContext): Promise<T>;
+  /** Starts one attempt, which reports through `report`. */
+  run(ctx: AttemptContext, report: AttemptReport<T>): void;
   /** Judges a result that reached the commit point. */
   judge(result: T, ctx: AttemptContext): Verdict;
   /** Releases a result that will not be returned (destroys its body). */
   discard(result: T): void;
 }
 
-/** The value a race resolves with. */
+/** A race's result. */
 export interface RaceWin<T> {
   value: T;
   /** The attempt that produced it. */
   attempt: AttemptContext;
   /** True when `value` is an acceptable answer, false when it is the last failure. */
   accepted: boolean;
-  /** Aborts the attempt that produced `value` (used to cancel its body later). */
+}
+
+/** How a race ended: a result, or an error (the last attempt's, or the caller's abort reason). */
+export type RaceOutcome<T> = { win: RaceWin<T> } | { error: unknown };
+
+/** Handle on a running race. */
+export interface RaceHandle {
+  /** Ends the race with `reason`: every attempt is cancelled, no further one starts. */
   abort(reason: unknown): void;
 }
 
-interface Attempt {
-  ctx: AttemptContext;
-  replica: number;
-  controller: AbortController;
-  startedAt: number;
+/** One attempt: its context for the transport, and its report back to the race. */
+class Attempt<T> implements AttemptContext, AttemptReport<T> {
+  readonly index: number;
+  readonly kind: AttemptKind;
+  readonly origin: string | undefined;
+  readonly replica: number;
+  readonly startedAt: number;
+  private readonly owner: Race<T>;
+  private reported = false;
+  private controller: AbortController | undefined;
+  private canceller: Cancellable | undefined;
+  private cancelledWith: { reason: unknown } | undefined;
+
+  constructor(
+    race: Race<T>,
+    index: number,
+    kind: AttemptKind,
+    replica: number,
+    origin: string | undefined,
+    now: number,
+  ) {
+    this.owner = race;
+    this.index = index;
+    this.kind = kind;
+    this.replica = replica;
+    this.origin = origin;
+    this.startedAt = now;
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.cancelledWith) this.controller.abort(this.cancelledWith.reason);
+    }
+    return this.controller.signal;
+  }
+
+  onCancel(target: Cancellable): void {
+    if (this.cancelledWith) target.cancel(this.cancelledWith.reason);
+    else this.canceller = target;
+  }
+
+  commit(value: T): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.owner.onResult(this, value);
+  }
+
+  fail(error: unknown): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.owner.onError(this, error);
+  }
+
+  cancel(reason: unknown): void {
+    if (this.cancelledWith) return;
+    this.cancelledWith = { reason };
+    this.canceller?.cancel(reason);
+    this.controller?.abort(reason);
+  }
+}
+
+/** The state of one race; see {@link runRace}. */
+class Race<T> implements RaceHandle {
+  private readonly spec: RaceSpec<T>;
+  private readonly done: (outcome: RaceOutcome<T>) => void;
+  private readonly live: Attempt<T>[] = [];
+  private readonly tried: number[] = [];
+  private settled = false;
+  private timer: TimerHandle | undefined;
+  private fallback: { value: T; attempt: Attempt<T> } | undefined;
+  private lastError: unknown;
+  private readonly onTimer = () => {
+    this.timer = undefined;
+    this.tryHedge();
+  };
+  private readonly onAbort = () => this.abort(this.spec.signal?.reason);
+
+  constructor(spec: RaceSpec<T>, done: (outcome: RaceOutcome<T>) => void) {
+    this.spec = spec;
+    this.done = done;
+  }
+
+  start(): void {
+    const { signal, route, budget } = this.spec;
+    if (signal?.aborted) {
+      this.settled = true;
+      this.done({ error: signal.reason });
+      return;
+    }
+    route.counters.calls++;
+    budget.deposit();
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.launch('primary', route.picker.primary());
+  }
+
+  abort(reason: unknown): void {
+    this.finish(undefined, { reason });
+  }
+
+  onResult(attempt: Attempt<T>, value: T): void {
+    const spec = this.spec;
+    if (this.settled || !this.live.includes(attempt)) {
+      spec.discard(value);
+      return;
+    }
+    const verdict = spec.judge(value, attempt);
+    this.learn(attempt, verdict === 'accept');
+    this.endAttempt(attempt);
+    if (verdict === 'accept') {
+      this.finish({ value, attempt });
+      return;
+    }
+    // Keep the latest failed result to return if nothing better comes, but a `fail` verdict
+    // (for example a hedge's 409) does not replace an earlier failure.
+    if (this.fallback === undefined || verdict === 'retry') {
+      if (this.fallback !== undefined) spec.discard(this.fallback.value);
+      this.fallback = { value, attempt };
+    } else {
+      spec.discard(value);
+    }
+    this.afterFailure(verdict === 'retry');
+  }
+
+  onError(attempt: Attempt<T>, error: unknown): void {
+    if (this.settled || !this.live.includes(attempt)) return;
+    this.learn(attempt, false);
+    this.endAttempt(attempt);
+    this.lastError = error;
+    this.afterFailure(true);
+  }
+
+  /** Records a primary's latency: exact at commit, or a censored lower bound past the delay. */
+  private learn(attempt: Attempt<T>, exact: boolean): void {
+    if (attempt.kind !== 'primary') return;
+    const { clock, route } = this.spec;
+    const elapsed = clock.now() - attempt.startedAt;
+    if (exact || elapsed >= route.estimator.delayMs()) route.estimator.record(elapsed);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) this.spec.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private endAttempt(attempt: Attempt<T>): void {
+    const live = this.live;
+    live.splice(live.indexOf(attempt), 1);
+    this.spec.route.picker.end(attempt.replica);
+    if (attempt.kind === 'hedge') this.spec.budget.release();
+  }
+
+  private launch(kind: AttemptKind, replica: number): void {
+    const { route, clock, maxAttempts } = this.spec;
+    const tried = this.tried;
+    const attempt = new Attempt(
+      this,
+      tried.length,
+      kind,
+      replica,
+      route.picker.origin(replica),
+      clock.now(),
+    );
+    tried.push(replica);
+    this.live.push(attempt);
+    route.picker.begin(replica);
+    route.counters.attempts++;
+    this.clearTimer();
+    if (tried.length < maxAttempts) {
+      this.timer = clock.setTimeout(this.onTimer, route.estimator.delayMs());
+    }
+    try {
+      this.spec.run(attempt, attempt);
+    } catch (err) {
+      attempt.fail(err);
+    }
+  }
+
+  /** Sends one more attempt if attempts, replicas and budget allow. */
+  private tryHedge(): boolean {
+    const { route, budget, maxAttempts } = this.spec;
+    const counters = route.counters;
+    if (this.settled || this.tried.length >= maxAttempts) return false;
+    const replica = route.picker.hedge(this.tried);
+    if (replica === undefined) {
+      counters.hedgesNoReplica++;
+      return false;
+    }
+    const grant = budget.acquire();
+    if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
+    if (grant === 'denied_concurrency') counters.hedgesDeniedConcurrency++;
+    if (grant !== 'granted') return false;
+    counters.hedgesSent++;
+    this.launch('hedge', replica);
+    return true;
+  }
+
+  private afterFailure(retry: boolean): void {
+    if (retry && this.tryHedge()) return;
+    if (this.live.length > 0) return;
+    // Nothing in flight: a pending timer could only start an attempt the failure just could
+    // not start, so end the call with the last failure.
+    this.spec.route.counters.failures++;
+    this.finish(undefined, undefined);
+  }
+
+  private finish(
+    win: { value: T; attempt: Attempt<T> } | undefined,
+    aborted?: { reason: unknown },
+  ): void {
+    if (this.settled) return;
+    this.settled = true;
+    const spec = this.spec;
+    this.clearTimer();
+    spec.signal?.removeEventListener('abort', this.onAbort);
+    for (const attempt of [...this.live]) {
+      this.learn(attempt, false);
+      this.endAttempt(attempt);
+      attempt.cancel(aborted ? aborted.reason : loserAbortError());
+    }
+    const fallback = this.fallback;
+    if (win !== undefined) {
+      if (win.attempt.kind === 'hedge') spec.route.counters.hedgesWon++;
+      if (fallback !== undefined) spec.discard(fallback.value);
+      this.done({ win: { value: win.value, attempt: win.attempt, accepted: true } });
+    } else if (aborted) {
+      if (fallback !== undefined) spec.discard(fallback.value);
+      this.done({ error: aborted.reason });
+    } else if (fallback !== undefined) {
+      this.done({ win: { value: fallback.value, attempt: fallback.attempt, accepted: false } });
+    } else {
+      this.done({ error: this.lastError });
+    }
+  }
 }
 
 /**
- * Races attempts of one call: starts the primary, sends a hedge each time the route's delay
+ * Races the attempts of one call: starts the primary, sends a hedge each time the route's delay
  * passes without an acceptable answer (and at once after a `retry` failure) while attempts,
- * replicas and budget allow, settles with the first acceptable result, aborts the others.
- * When every attempt fails it resolves with the last failed result, or rejects with the last
- * error when no attempt produced a result. The caller's abort rejects with the caller's reason.
+ * replicas and budget allow, and ends with the first acceptable result, cancelling the others.
+ * When every attempt fails it ends with the last failed result, or the last error when no
+ * attempt produced a result. An abort (the handle's, or the caller's signal) ends it with the
+ * abort's reason.
  *
- * Nothing outlives the returned promise: no timer, no listener on the caller's signal, no
- * attempt left running.
+ * `done` is called exactly once, synchronously at the moment the race is decided, so a
+ * transport can hand the winner on without a tick in between. Nothing outlives that moment:
+ * no timer, no listener on the caller's signal, no attempt left running.
  */
-export function race<T>(spec: RaceSpec<T>): Promise<RaceWin<T>> {
-  return new Promise<RaceWin<T>>((resolve, reject) => {
-    const { route, budget, clock, signal, maxAttempts } = spec;
-    const { counters, estimator, picker } = route;
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    counters.calls++;
-    budget.deposit();
-
-    const live = new Set<Attempt>();
-    const tried: number[] = [];
-    let settled = false;
-    let timer: TimerHandle | undefined;
-    let fallback: { value: T; attempt: Attempt } | undefined;
-    let lastError: unknown;
-
-    const onAbort = () => finish(undefined, signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-
-    /** Records a primary's latency: exact at commit, or a censored lower bound past the delay. */
-    const learn = (attempt: Attempt, exact: boolean) => {
-      if (attempt.ctx.kind !== 'primary') return;
-      const elapsed = clock.now() - attempt.startedAt;
-      if (exact || elapsed >= estimator.delayMs()) estimator.record(elapsed);
-    };
-
-    const clearTimer = () => {
-      if (timer !== undefined) clock.clearTimeout(timer);
-      timer = undefined;
-    };
-
-    const end = (attempt: Attempt) => {
-      live.delete(attempt);
-      picker.end(attempt.replica);
-      if (attempt.ctx.kind === 'hedge') budget.release();
-    };
-
-    const launch = (kind: 'primary' | 'hedge', replica: number) => {
-      const controller = new AbortController();
-      const ctx: AttemptContext = {
-        index: tried.length,
-        kind,
-        origin: picker.origin(replica),
-        signal: controller.signal,
-      };
-      const attempt: Attempt = { ctx, replica, controller, startedAt: clock.now() };
-      tried.push(replica);
-      live.add(attempt);
-      picker.begin(replica);
-      counters.attempts++;
-      clearTimer();
-      if (tried.length < maxAttempts) timer = clock.setTimeout(onTimer, estimator.delayMs());
-      let pending: Promise<T>;
-      try {
-        pending = spec.run(ctx);
-      } catch (err) {
-        pending = Promise.reject(err);
-      }
-      pending.then(
-        (value) => onResult(attempt, value),
-        (err: unknown) => onError(attempt, err),
-      );
-    };
-
-    /** Sends one more attempt if attempts, replicas and budget allow. */
-    const hedge = (): boolean => {
-      if (settled || tried.length >= maxAttempts) return false;
-      const replica = picker.hedge(tried);
-      if (replica === undefined) {
-        counters.hedgesNoReplica++;
-        return false;
-      }
-      const grant = budget.acquire();
-      if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
-      if (grant === 'denied_concurrency') counters.hedgesDeniedConcurrency++;
-      if (grant !== 'granted') return false;
-      counters.hedgesSent++;
-      launch('hedge', replica);
-      return true;
-    };
-
-    const onTimer = () => {
-      timer = undefined;
-      hedge();
-    };
-
-    const onResult = (attempt: Attempt, value: T) => {
-      if (settled || !live.has(attempt)) {
-        spec.discard(value);
-        return;
-      }
-      const verdict = spec.judge(value, attempt.ctx);
-      if (verdict === 'accept') {
-        learn(attempt, true);
-        end(attempt);
-        finish({ value, attempt });
-        return;
-      }
-      learn(attempt, false);
-      end(attempt);
-      // Keep the latest failed result to return if nothing better comes, but a `fail` verdict
-      // (for example a hedge's 409) does not replace an earlier failure.
-      if (fallback === undefined || verdict === 'retry') {
-        if (fallback !== undefined) spec.discard(fallback.value);
-        fallback = { value, attempt };
-      } else {
-        spec.discard(value);
-      }
-      afterFailure(verdict === 'retry');
-    };
-
-    const onError = (attempt: Attempt, err: unknown) => {
-      if (settled || !live.has(attempt)) return;
-      learn(attempt, false);
-      end(attempt);
-      lastError = err;
-      afterFailure(true);
-    };
-
-    const afterFailure = (retry: boolean) => {
-      if (retry && hedge()) return;
-      if (live.size > 0) return;
-      // Nothing in flight: a pending timer could only start an attempt the failure just could
-      // not start, so end the call with the last failure.
-      counters.failures++;
-      finish(undefined, undefined);
-    };
-
-    function finish(win: { value: T; attempt: Attempt } | undefined, abortReason?: unknown) {
-      if (settled) return;
-      settled = true;
-      clearTimer();
-      signal?.removeEventListener('abort', onAbort);
-      const callerAborted = win === undefined && abortReason !== undefined;
-      for (const attempt of live) {
-        learn(attempt, false);
-        end(attempt);
-        attempt.controller.abort(callerAborted ? abortReason : loserAbortError());
-      }
-      if (win !== undefined) {
-        if (win.attempt.ctx.kind === 'hedge') counters.hedgesWon++;
-        if (fallback !== undefined) spec.discard(fallback.value);
-        resolve(settle(win.value, win.attempt, true));
-      } else if (callerAborted) {
-        if (fallback !== undefined) spec.discard(fallback.value);
-        reject(abortReason);
-      } else if (fallback !== undefined) {
-        resolve(settle(fallback.value, fallback.attempt, false));
-      } else {
-        reject(lastError);
-      }
-    }
-
-    launch('primary', picker.primary());
-  });
+export function runRace<T>(spec: RaceSpec<T>, done: (outcome: RaceOutcome<T>) => void): RaceHandle {
+  const race = new Race(spec, done);
+  race.start();
+  return race;
 }
 
-function settle<T>(value: T, attempt: Attempt, accepted: boolean): RaceWin<T> {
-  return {
-    value,
-    attempt: attempt.ctx,
-    accepted,
-    abort: (reason) => attempt.controller.abort(reason),
-  };
+/** {@link runRace} as a promise: resolves with the result, rejects with the error. */
+export function race<T>(spec: RaceSpec<T>): Promise<RaceWin<T>> {
+  return new Promise((resolve, reject) => {
+    runRace(spec, (outcome) => ('win' in outcome ? resolve(outcome.win) : reject(outcome.error)));
+  });
 }

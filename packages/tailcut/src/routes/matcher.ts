@@ -1,7 +1,16 @@
 import { invalid, isObject } from '../config/checks.js';
 
-/** Tests whether a request belongs to a route. */
-export type RouteMatcher = (method: string, url: URL) => boolean;
+/** The parts of a request a route matches on. */
+export interface RequestTarget {
+  /** `name:port` as in URL.host (no port when it is the scheme's default). */
+  host: string;
+  hostname: string;
+  /** Path without the query. */
+  pathname: string;
+}
+
+/** Tests whether a request (upper-case method and target) belongs to a route. */
+export type RouteMatcher = (method: string, target: RequestTarget) => boolean;
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -19,13 +28,16 @@ function compileMethods(option: string, value: unknown): Set<string> | undefined
   );
 }
 
-function compileHost(option: string, value: unknown): ((url: URL) => boolean) | undefined {
+function compileHost(
+  option: string,
+  value: unknown,
+): ((target: RequestTarget) => boolean) | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '' || /[/\s@?#]/.test(value)) {
     invalid(option, value, 'a host name, optionally with ":port"');
   }
   const host = value.toLowerCase();
-  return (url) => url.host === host || url.hostname === host;
+  return (target) => target.host === host || target.hostname === host;
 }
 
 function compilePath(option: string, value: unknown): ((pathname: string) => boolean) | undefined {
@@ -60,8 +72,8 @@ export function compileMatch(option: string, value: unknown): RouteMatcher {
   const methods = compileMethods(`${option}.method`, value.method);
   const host = compileHost(`${option}.host`, value.host);
   const path = compilePath(`${option}.path`, value.path);
-  return (method, url) =>
+  return (method, target) =>
     (methods === undefined || methods.has(method)) &&
-    (host === undefined || host(url)) &&
-    (path === undefined || path(url.pathname));
+    (host === undefined || host(target)) &&
+    (path === undefined || path(target.pathname));
 }

@@ -9,8 +9,6 @@ export interface PreparedBody {
   next(): unknown;
   /** False when the body can be sent only once (a stream over a cap): the call is not hedged. */
   replayable: boolean;
-  /** True when the body is a stream (fetch then needs `duplex: 'half'`). */
-  streaming: boolean;
   /** Content-Type implied by the body, to set when the caller did not. */
   contentType?: string;
   /** Returns buffered bytes to the global quota. */
@@ -33,7 +31,6 @@ function fixed(body: unknown, contentType?: string): PreparedBody {
   const prepared: PreparedBody = {
     next: () => body,
     replayable: true,
-    streaming: false,
     release: nothing,
   };
   if (contentType !== undefined) prepared.contentType = contentType;
@@ -58,6 +55,20 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
     value !== null &&
     typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
   );
+}
+
+/**
+ * Throws `TAILCUT_INVALID_REQUEST` for a stream body that is locked or was read from: it can no
+ * longer be sent whole, and sending part of it would lose the rest silently.
+ */
+export function assertUnread(body: unknown, where: string): void {
+  const locked = body instanceof ReadableStream && body.locked;
+  if (locked || (isStreamBody(body) && Readable.isDisturbed(body as never))) {
+    throw new TailcutError(
+      'TAILCUT_INVALID_REQUEST',
+      `tailcut: ${where} is a stream that is locked or already read; pass an unread stream`,
+    );
+  }
 }
 
 /** True for a one-shot body: a ReadableStream or an async iterable (fetch needs `duplex: 'half'`). */
@@ -97,7 +108,6 @@ function sendOnce(head: Uint8Array[], rest: ChunkSource, release: () => void): P
       return resume();
     },
     replayable: false,
-    streaming: true,
     release,
   };
 }
@@ -122,46 +132,43 @@ async function buffer(source: ChunkSource, limits: BufferLimits): Promise<Prepar
   return { ...fixed(bytes), release };
 }
 
+/** The prepared form of "no body". */
+const NO_BODY: PreparedBody = { next: () => undefined, replayable: true, release: nothing };
+
 /**
  * Prepares a request body for one or more attempts. In-memory bodies (string, bytes,
- * URLSearchParams, Blob) are replayed as they are, bytes copied once; FormData is serialised
+ * URLSearchParams, Blob) are replayed as they are (bytes are not copied: as with undici, they
+ * must stay unchanged until the call settles); FormData is serialised
  * once; streams and async iterables are buffered within the limits when the call may be hedged,
- * else (or over a limit) sent once, intact.
+ * else (or over a limit) sent once, intact. Synchronous for in-memory bodies.
  */
-export async function prepareBody(
+export function prepareBody(
   body: unknown,
   hedgeable: boolean,
   limits: BufferLimits,
-): Promise<PreparedBody> {
-  if (body === undefined || body === null) return fixed(undefined);
-  if (typeof body === 'string' || body instanceof URLSearchParams || body instanceof Blob) {
+): PreparedBody | Promise<PreparedBody> {
+  if (body === undefined || body === null) return NO_BODY;
+  if (
+    typeof body === 'string' ||
+    body instanceof Uint8Array ||
+    body instanceof URLSearchParams ||
+    body instanceof Blob
+  ) {
     return fixed(body);
   }
-  if (body instanceof ArrayBuffer) return fixed(new Uint8Array(body.slice(0)));
+  if (body instanceof ArrayBuffer) return fixed(new Uint8Array(body));
   if (ArrayBuffer.isView(body)) {
-    return fixed(
-      new Uint8Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)),
-    );
+    return fixed(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
   }
   if (isFormData(body)) return serializeFormData(body);
   if (body instanceof ReadableStream) {
-    if (body.locked || Readable.isDisturbed(body as never)) {
-      throw new TailcutError(
-        'TAILCUT_INVALID_REQUEST',
-        'tailcut: request body ReadableStream is locked or already read; pass an unread stream',
-      );
-    }
+    assertUnread(body, 'request body');
     if (!hedgeable) return passOnce(body);
     const reader = body.getReader();
     return buffer(() => reader.read(), limits);
   }
   if (isAsyncIterable(body)) {
-    if (Readable.isDisturbed(body as never)) {
-      throw new TailcutError(
-        'TAILCUT_INVALID_REQUEST',
-        'tailcut: request body stream is already read; pass an unread stream',
-      );
-    }
+    assertUnread(body, 'request body');
     if (!hedgeable) return passOnce(body);
     const iterator = body[Symbol.asyncIterator]();
     return buffer(() => iterator.next(), limits);
@@ -174,5 +181,5 @@ export async function prepareBody(
 
 /** A stream body on a call that will not be hedged: handed to fetch untouched. */
 function passOnce(body: unknown): PreparedBody {
-  return { next: () => body, replayable: false, streaming: true, release: nothing };
+  return { next: () => body, replayable: false, release: nothing };
 }

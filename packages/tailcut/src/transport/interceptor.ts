@@ -1,16 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import type { HedgeBudget } from '../budget/budget.js';
+import type { Clock } from '../clock.js';
 import { realClock } from '../clock.js';
 import { invalid } from '../config/checks.js';
 import type { HedgedFetchOptions } from '../config/options.js';
-import { validateClientOptions } from '../config/validate.js';
+import { type ClientSettings, validateClientOptions } from '../config/validate.js';
 import { Hedger, type HedgeStats } from '../engine/hedger.js';
-import { type AttemptContext, type RaceWin, race } from '../engine/race.js';
+import {
+  type AttemptContext,
+  type AttemptReport,
+  type RaceHandle,
+  type RaceOutcome,
+  type RaceSpec,
+  runRace,
+  type Verdict,
+} from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { loserAbortError } from '../errors.js';
 import type { BufferLimits } from './body.js';
 import { ByteQuota } from './byte-quota.js';
 import { type HeaderRecord, toHeaderRecord } from './dispatch-headers.js';
+import { OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall, verdict } from './plan.js';
 
 /** Options of the {@link hedge} interceptor: those of createHedgedFetch, less the dispatcher. */
@@ -27,96 +38,88 @@ type Controller = Dispatcher.DispatchController;
 type Headers = Record<string, string | string[] | undefined>;
 
 /**
- * The controller the caller's handler gets. Before commit, abort cancels the whole race; after,
- * pause, resume and abort go to the winning attempt's controller.
+ * The controller the caller's handler gets. Before the race is decided, abort ends the race
+ * (cancelling every attempt); after, pause, resume and abort go to the winning attempt.
  */
 class CallController implements Controller {
-  readonly #race = new AbortController();
-  #winner: Controller | undefined;
-  #paused = false;
-  #reason: Error | null = null;
-  /** Runs when the caller resumes: flushes what the winner buffered before it was attached. */
+  private raceHandle: RaceHandle | undefined;
+  private winner: Controller | undefined;
+  private pausedByCaller = false;
+  private abortReason: Error | null = null;
+  /** Runs when the caller resumes: flushes what the winner held before it was attached. */
   onResume: (() => void) | undefined;
 
-  /** Aborted when the caller aborts: the race's signal. */
-  get signal(): AbortSignal {
-    return this.#race.signal;
-  }
   get aborted(): boolean {
-    return this.#race.signal.aborted;
+    return this.abortReason !== null;
   }
   get paused(): boolean {
-    return this.#paused;
+    return this.pausedByCaller;
   }
   get reason(): Error | null {
-    return this.#reason;
+    return this.abortReason;
   }
   get rawHeaders() {
-    return this.#winner?.rawHeaders ?? null;
+    return this.winner?.rawHeaders ?? null;
   }
   get rawTrailers() {
-    return this.#winner?.rawTrailers ?? null;
+    return this.winner?.rawTrailers ?? null;
+  }
+
+  bind(race: RaceHandle): void {
+    this.raceHandle = race;
   }
 
   attach(winner: Controller): void {
-    this.#winner = winner;
+    this.winner = winner;
   }
 
   abort(reason: Error): void {
-    if (this.aborted) return;
-    this.#reason = reason;
-    this.#race.abort(reason);
-    this.#winner?.abort(reason);
+    if (this.abortReason !== null) return;
+    this.abortReason = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    this.raceHandle?.abort(this.abortReason);
+    this.winner?.abort(this.abortReason);
   }
 
   pause(): void {
-    this.#paused = true;
-    this.#winner?.pause();
+    this.pausedByCaller = true;
+    this.winner?.pause();
   }
 
   resume(): void {
-    if (!this.#paused) return;
-    this.#paused = false;
+    if (!this.pausedByCaller) return;
+    this.pausedByCaller = false;
     if (this.onResume) this.onResume();
-    else this.#winner?.resume();
+    else this.winner?.resume();
   }
 }
 
 /**
- * The handler of one attempt. It settles `committed` at the commit point (response start, or
- * first body chunk), holds what arrives until the race decides, then either hands everything
- * to the caller's handler (`attach`) or is aborted (`drop`).
+ * The handler of one attempt. It reports at the commit point (response start, or first body
+ * chunk); the race decides synchronously, so a winner is attached to the caller's handler at
+ * once and its body flows straight through. A result the race keeps for later (the last
+ * failure, returned if nothing better comes) is held, its socket paused, until it is attached or
+ * cancelled.
  */
 class AttemptHandler implements Handler {
-  readonly committed: Promise<AttemptHandler>;
   status = 0;
-  #resolve!: (value: AttemptHandler) => void;
-  #reject!: (err: unknown) => void;
-  #state: 'waiting' | 'held' | 'attached' | 'dropped' = 'waiting';
-  #controller: Controller | undefined;
-  #headers: Headers = {};
-  #statusMessage: string | undefined;
-  #chunks: Buffer[] = [];
-  #end: { trailers: Headers } | { error: Error } | undefined;
-  #caller: { handler: Handler; controller: CallController } | undefined;
-  readonly #firstByte: boolean;
-  readonly #signal: AbortSignal;
-  readonly #acceptable: (status: number) => boolean;
-
-  constructor(signal: AbortSignal, firstByte: boolean, acceptable: (status: number) => boolean) {
-    this.#signal = signal;
-    this.#firstByte = firstByte;
-    this.#acceptable = acceptable;
-    this.committed = new Promise((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
-    signal.addEventListener('abort', () => this.#controller?.abort(signal.reason), { once: true });
-  }
+  private state: 'waiting' | 'held' | 'attached' | 'cancelled' = 'waiting';
+  private controller: Controller | undefined;
+  private pausedHeld = false;
+  private cancelReason: unknown;
+  private headers: Headers = {};
+  private statusMessage: string | undefined;
+  private chunks: Buffer[] = [];
+  private ending: { trailers: Headers } | { error: Error } | undefined;
+  private caller: { handler: Handler; controller: CallController } | undefined;
+  constructor(
+    private readonly report: AttemptReport<AttemptHandler>,
+    private readonly route: RouteState,
+    private readonly ctx: AttemptContext,
+  ) {}
 
   onRequestStart(controller: Controller): void {
-    this.#controller = controller;
-    if (this.#signal.aborted) controller.abort(this.#signal.reason);
+    this.controller = controller;
+    if (this.state === 'cancelled') controller.abort(this.cancelReason as Error);
   }
 
   onResponseStart(
@@ -125,95 +128,263 @@ class AttemptHandler implements Handler {
     headers: Headers,
     statusMessage?: string,
   ): void {
-    if (statusCode < 200) return; // 1xx informational: not the answer
-    this.#controller = controller;
+    if (statusCode < 200 || this.state === 'cancelled') return; // 1xx: not the answer
+    this.controller = controller;
     this.status = statusCode;
-    this.#headers = headers;
-    this.#statusMessage = statusMessage;
-    if (!this.#firstByte || !this.#acceptable(statusCode)) this.#commit();
+    this.headers = headers;
+    this.statusMessage = statusMessage;
+    // Commit on the headers, unless the route commits on the first byte of an acceptable answer.
+    if (
+      this.route.settings.commitOn !== 'first-byte' ||
+      verdict(this.route, statusCode, this.ctx) !== 'accept'
+    ) {
+      this.commit();
+    }
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
-    const caller = this.#caller;
-    if (this.#state === 'attached' && caller !== undefined && this.#chunks.length === 0) {
+    if (this.state === 'cancelled') return;
+    const caller = this.caller;
+    if (caller !== undefined && this.chunks.length === 0) {
       caller.handler.onResponseData?.(caller.controller, chunk);
       return;
     }
-    if (this.#state === 'dropped') return;
-    this.#chunks.push(chunk);
-    controller.pause();
-    if (this.#state === 'waiting') this.#commit();
+    this.chunks.push(chunk);
+    if (this.state === 'waiting') this.commit();
+    if (this.state === 'held' && !this.pausedHeld) {
+      this.pausedHeld = true;
+      controller.pause();
+    }
   }
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
-    this.#finish({ trailers });
+    this.finishWith({ trailers });
   }
 
   onResponseError(_controller: Controller, error: Error): void {
-    if (this.#state === 'waiting') {
-      this.#state = 'dropped';
-      this.#reject(error);
+    if (this.state === 'waiting') {
+      this.state = 'cancelled';
+      this.report.fail(error);
       return;
     }
-    this.#finish({ error });
+    this.finishWith({ error });
   }
 
   /** Hands the response, from its start, to the caller's handler. */
   attach(handler: Handler, controller: CallController): void {
-    if (this.#controller === undefined) return;
-    this.#state = 'attached';
-    this.#caller = { handler, controller };
-    controller.attach(this.#controller);
-    controller.onResume = () => this.#flush();
-    handler.onResponseStart?.(controller, this.status, this.#headers, this.#statusMessage);
-    this.#flush();
+    this.state = 'attached';
+    this.caller = { handler, controller };
+    if (this.controller !== undefined) controller.attach(this.controller);
+    controller.onResume = () => this.flush();
+    handler.onResponseStart?.(controller, this.status, this.headers, this.statusMessage);
+    this.flush();
   }
 
-  /** Aborts an attempt whose result will not be used. */
-  drop(): void {
-    this.#state = 'dropped';
-    this.#chunks = [];
-    this.#controller?.abort(loserAbortError());
+  /** Aborts the attempt (lost, not needed, or the caller aborted). */
+  cancel(reason: unknown): void {
+    if (this.state === 'cancelled') return;
+    this.state = 'cancelled';
+    this.cancelReason = reason;
+    this.chunks = [];
+    this.controller?.abort(reason as Error);
   }
 
-  #commit(): void {
-    this.#state = 'held';
-    this.#resolve(this);
+  private commit(): void {
+    this.state = 'held';
+    this.report.commit(this);
   }
 
-  #finish(end: { trailers: Headers } | { error: Error }): void {
-    if (this.#state === 'dropped') return;
-    if (this.#state === 'waiting' && 'trailers' in end) {
-      // An empty body ends the response: that is its commit point too.
-      this.#end = end;
-      this.#commit();
-      return;
-    }
-    this.#end = end;
-    if (this.#state === 'attached') this.#flush();
+  private finishWith(end: { trailers: Headers } | { error: Error }): void {
+    if (this.state === 'cancelled') return;
+    this.ending = end;
+    // An empty body ends the response: that is its commit point too.
+    if (this.state === 'waiting') this.commit();
+    else if (this.state === 'attached') this.flush();
   }
 
   /** Delivers held chunks and the end to the caller, as far as the caller is not paused. */
-  #flush(): void {
-    const caller = this.#caller;
+  private flush(): void {
+    const caller = this.caller;
     if (caller === undefined) return;
     const { handler, controller } = caller;
-    while (this.#chunks.length > 0) {
+    while (this.chunks.length > 0) {
       if (controller.paused || controller.aborted) return;
-      handler.onResponseData?.(controller, this.#chunks.shift() as Buffer);
+      handler.onResponseData?.(controller, this.chunks.shift() as Buffer);
     }
-    const end = this.#end;
+    const end = this.ending;
     if (end !== undefined) {
       // The caller stays attached: if its onResponseEnd throws (undici's retry handler does,
       // to ask for a retry), undici reports that error here and it is forwarded too.
-      this.#end = undefined;
+      this.ending = undefined;
       if ('trailers' in end) handler.onResponseEnd?.(controller, end.trailers);
       else handler.onResponseError?.(controller, end.error);
       return;
     }
     controller.onResume = undefined;
-    if (!controller.paused) this.#controller?.resume();
+    if (this.pausedHeld && !controller.paused) {
+      this.pausedHeld = false;
+      this.controller?.resume();
+    }
   }
+}
+
+/**
+ * One routed call through the interceptor: the race's spec (run, judge, discard) and what the
+ * caller's handler gets when the race is decided.
+ */
+class HedgedCall implements RaceSpec<AttemptHandler> {
+  readonly budget: HedgeBudget;
+  readonly clock: Clock;
+  readonly maxAttempts: number;
+  private headers: HeaderRecord | undefined;
+  private headersElsewhere: HeaderRecord | undefined;
+
+  constructor(
+    readonly route: RouteState,
+    hedger: Hedger,
+    private readonly dispatch: Dispatcher.Dispatch,
+    private readonly opts: Dispatcher.DispatchOptions,
+    private readonly handler: Handler,
+    private readonly controller: CallController,
+    private readonly origin: string,
+    private readonly plan: CallPlan,
+  ) {
+    this.budget = hedger.budget;
+    this.clock = hedger.clock;
+    this.maxAttempts = plan.maxAttempts;
+    // Every attempt carries the same Idempotency-Key: make it once, up front.
+    if (plan.needsIdempotencyKey || plan.body.contentType !== undefined) this.readHeaders();
+  }
+
+  run(ctx: AttemptContext, report: AttemptReport<AttemptHandler>): void {
+    const attempt = new AttemptHandler(report, this.route, ctx);
+    ctx.onCancel(attempt);
+    const opts = this.opts;
+    const target = ctx.origin ?? this.origin;
+    const headers = this.headersFor(target);
+    const body = (this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
+    const unchanged =
+      target === this.origin && headers === (opts.headers ?? null) && body === (opts.body ?? null);
+    this.dispatch(
+      unchanged ? opts : { ...opts, origin: target, headers, body: body ?? null },
+      attempt,
+    );
+  }
+
+  judge(attempt: AttemptHandler, ctx: AttemptContext): Verdict {
+    return verdict(this.route, attempt.status, ctx);
+  }
+
+  discard(attempt: AttemptHandler): void {
+    attempt.cancel(loserAbortError());
+  }
+
+  /** Hands the race's outcome to the caller's handler. */
+  settle(outcome: RaceOutcome<AttemptHandler>): void {
+    const { handler, controller } = this;
+    this.plan.body.release();
+    if ('error' in outcome) {
+      handler.onResponseError?.(controller, outcome.error as Error);
+      return;
+    }
+    const winner = outcome.win.value;
+    try {
+      winner.attach(handler, controller);
+    } catch (err) {
+      // The caller's handler threw (as undici's dump or retry handlers do): stop the response
+      // and report the error to it, as undici's own dispatchers would.
+      winner.cancel(err);
+      handler.onResponseError?.(controller, err as Error);
+    }
+  }
+
+  /** The caller's headers with the idempotency key and content type the plan adds. */
+  private readHeaders(): HeaderRecord {
+    if (this.headers === undefined) {
+      const record = toHeaderRecord(this.opts.headers);
+      if (this.plan.needsIdempotencyKey && record['idempotency-key'] === undefined) {
+        record['idempotency-key'] = randomUUID();
+      }
+      const contentType = this.plan.body.contentType;
+      if (contentType !== undefined && record['content-type'] === undefined) {
+        record['content-type'] = contentType;
+      }
+      this.headers = record;
+    }
+    return this.headers;
+  }
+
+  /** The headers an attempt to `target` sends: the caller's own where nothing changes. */
+  private headersFor(target: string): NonNullable<Dispatcher.DispatchOptions['headers']> | null {
+    if (target === this.origin) return this.headers ?? this.opts.headers ?? null;
+    if (this.headersElsewhere === undefined) {
+      // Another origin gets its own Host header: undici sets it when none is given.
+      const { host: _host, ...rest } = this.readHeaders();
+      this.headersElsewhere = rest;
+    }
+    return this.headersElsewhere;
+  }
+}
+
+/** Builds the interceptor over a client's engine state (shared with createHedgedFetch). */
+export function createInterceptor(
+  hedger: Hedger,
+  settings: ClientSettings,
+): Dispatcher.DispatcherComposeInterceptor {
+  const origins = new OriginCache();
+  const limits: BufferLimits = {
+    perCall: settings.maxBufferedBodyBytes,
+    quota: new ByteQuota(settings.maxTotalBufferedBytes),
+  };
+
+  function start(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    handler: Handler,
+    route: RouteState,
+    origin: string,
+    plan: CallPlan,
+    controller: CallController,
+  ): void {
+    if (controller.aborted) {
+      plan.body.release();
+      handler.onResponseError?.(controller, controller.reason as Error);
+      return;
+    }
+    const call = new HedgedCall(route, hedger, dispatch, opts, handler, controller, origin, plan);
+    controller.bind(runRace(call, (outcome) => call.settle(outcome)));
+  }
+
+  return (dispatch) =>
+    function hedgeDispatch(opts, handler) {
+      if (opts.upgrade || opts.method === 'CONNECT' || opts.origin === undefined) {
+        return dispatch(opts, handler);
+      }
+      const parsed = origins.get(opts.origin);
+      const methodKey = opts.method.toUpperCase();
+      const route = hedger.route(methodKey, {
+        host: parsed.host,
+        hostname: parsed.hostname,
+        pathname: pathnameOf(opts.path),
+      });
+      if (route === undefined) return dispatch(opts, handler);
+      const controller = new CallController();
+      handler.onRequestStart?.(controller, {});
+      try {
+        const plan = planCall(route, methodKey, opts.body, limits);
+        if (plan instanceof Promise) {
+          plan.then(
+            (p) => start(dispatch, opts, handler, route, parsed.origin, p, controller),
+            (err: unknown) => handler.onResponseError?.(controller, err as Error),
+          );
+        } else {
+          start(dispatch, opts, handler, route, parsed.origin, plan, controller);
+        }
+      } catch (err) {
+        handler.onResponseError?.(controller, err as Error);
+      }
+      return true;
+    };
 }
 
 /**
@@ -228,105 +399,15 @@ class AttemptHandler implements Handler {
  *
  * The caller's handler sees exactly one response, the winner's, from its start; its pause,
  * resume and abort reach the winner (abort reaches every attempt). Requests that match no route,
- * and upgrades, pass through untouched.
+ * and upgrades, pass through untouched. Throws a `TailcutError` (`TAILCUT_INVALID_OPTION`)
+ * naming the option and value when the configuration is invalid.
  */
 export function hedge(options: HedgeInterceptorOptions): HedgeInterceptor {
-  if ((options as HedgedFetchOptions).dispatcher !== undefined) {
-    invalid(
-      'dispatcher',
-      (options as HedgedFetchOptions).dispatcher,
-      'absent: hedge() is composed onto a dispatcher',
-    );
+  const dispatcher = (options as HedgedFetchOptions).dispatcher;
+  if (dispatcher !== undefined) {
+    invalid('dispatcher', dispatcher, 'absent: hedge() is composed onto a dispatcher');
   }
   const settings = validateClientOptions(options);
   const hedger = new Hedger(settings, realClock);
-  const limits: BufferLimits = {
-    perCall: settings.maxBufferedBodyBytes,
-    quota: new ByteQuota(settings.maxTotalBufferedBytes),
-  };
-
-  async function hedged(
-    dispatch: Dispatcher.Dispatch,
-    opts: Dispatcher.DispatchOptions,
-    handler: Handler,
-    route: RouteState,
-    plan: CallPlan,
-    controller: CallController,
-  ): Promise<void> {
-    const origin = new URL(String(opts.origin)).origin;
-    const headers = toHeaderRecord(opts.headers);
-    if (plan.needsIdempotencyKey && headers['idempotency-key'] === undefined) {
-      headers['idempotency-key'] = randomUUID();
-    }
-    if (plan.body.contentType !== undefined && headers['content-type'] === undefined) {
-      headers['content-type'] = plan.body.contentType;
-    }
-    // Another origin must get its own Host header: undici sets it when none is given.
-    const { host: _host, ...elsewhere } = headers;
-    const firstByte = route.settings.commitOn === 'first-byte';
-    let win: RaceWin<AttemptHandler>;
-    try {
-      win = await race<AttemptHandler>({
-        route,
-        budget: hedger.budget,
-        clock: hedger.clock,
-        signal: controller.signal,
-        maxAttempts: plan.maxAttempts,
-        run(ctx: AttemptContext) {
-          const attempt = new AttemptHandler(
-            ctx.signal,
-            firstByte,
-            (status) => verdict(route, status, ctx) === 'accept',
-          );
-          const target = ctx.origin ?? origin;
-          dispatch(
-            {
-              ...opts,
-              origin: target,
-              headers: (target === origin ? headers : elsewhere) as HeaderRecord,
-              body: (plan.body.next() ?? null) as NonNullable<
-                Dispatcher.DispatchOptions['body']
-              > | null,
-            },
-            attempt,
-          );
-          return attempt.committed;
-        },
-        judge: (attempt, ctx) => verdict(route, attempt.status, ctx),
-        discard: (attempt) => attempt.drop(),
-      });
-    } catch (err) {
-      handler.onResponseError?.(controller, err as Error);
-      return;
-    } finally {
-      plan.body.release();
-    }
-    try {
-      win.value.attach(handler, controller);
-    } catch (err) {
-      // The caller's handler threw (as undici's dump or retry handlers do): stop the response
-      // and report the error to it, as undici's own dispatchers would.
-      win.value.drop();
-      handler.onResponseError?.(controller, err as Error);
-    }
-  }
-
-  const interceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
-    function hedgeDispatch(opts, handler) {
-      if (opts.upgrade || opts.method === 'CONNECT' || opts.origin === undefined) {
-        return dispatch(opts, handler);
-      }
-      const url = new URL(opts.path, opts.origin);
-      const methodKey = opts.method.toUpperCase();
-      const route = hedger.route(methodKey, url);
-      if (route === undefined) return dispatch(opts, handler);
-      const controller = new CallController();
-      handler.onRequestStart?.(controller, {});
-      planCall(route, methodKey, opts.body, limits).then(
-        (plan) => hedged(dispatch, opts, handler, route, plan, controller),
-        (err: unknown) => handler.onResponseError?.(controller, err as Error),
-      );
-      return true;
-    };
-  return Object.assign(interceptor, { stats: () => hedger.stats() });
+  return Object.assign(createInterceptor(hedger, settings), { stats: () => hedger.stats() });
 }

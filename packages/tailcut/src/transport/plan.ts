@@ -14,22 +14,26 @@ export interface CallPlan {
   needsIdempotencyKey: boolean;
 }
 
-/** Decides how a routed call is sent; shared by the fetch adapter and the undici interceptor. */
-export async function planCall(
+/**
+ * Decides how a routed call is sent: synchronously for in-memory bodies, after buffering for
+ * streams.
+ */
+export function planCall(
   route: RouteState,
   methodKey: string,
   body: unknown,
   limits: BufferLimits,
-): Promise<CallPlan> {
+): CallPlan | Promise<CallPlan> {
   const { maxAttempts, idempotent } = route.settings;
   const safe = SAFE_METHODS.has(methodKey);
   const hedgeable = maxAttempts > 1 && (safe || idempotent);
-  const prepared = await prepareBody(body, hedgeable, limits);
-  return {
+  const plan = (prepared: PreparedBody): CallPlan => ({
     body: prepared,
     maxAttempts: hedgeable && prepared.replayable ? maxAttempts : 1,
     needsIdempotencyKey: !safe && idempotent,
-  };
+  });
+  const prepared = prepareBody(body, hedgeable, limits);
+  return prepared instanceof Promise ? prepared.then(plan) : plan(prepared);
 }
 
 /** Judges a response status at the commit point. */

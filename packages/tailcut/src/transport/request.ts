@@ -1,28 +1,21 @@
 import * as undici from 'undici';
 import { TailcutError } from '../errors.js';
+import { assertUnread, isStreamBody } from './body.js';
 
-/** A fetch call taken apart: what tailcut needs to route, hedge and replay it. */
-export interface CallParts {
-  url: URL;
-  /** Method as the caller wrote it (fetch normalises the standard ones itself). */
-  method: string;
-  /** Upper-case method, for matching and the idempotency rule. */
-  methodKey: string;
-  headers: undici.Headers;
-  body: unknown;
-  signal: AbortSignal | undefined;
-  /** The remaining RequestInit fields, passed to every attempt. */
-  rest: Record<string, unknown>;
+/** A fetch call in the form undici.fetch (v7) reads without loss. */
+export interface UndiciCall {
+  input: string | URL | undici.Request;
+  init: undici.RequestInit;
 }
 
 interface RequestLike {
   url: string;
   method: string;
   headers: Iterable<[string, string]>;
-  body: unknown;
+  body: ReadableStream | null;
   bodyUsed: boolean;
   signal?: AbortSignal;
-  redirect?: string;
+  redirect?: undici.RequestRedirect;
 }
 
 function isRequestLike(value: unknown): value is RequestLike {
@@ -35,49 +28,53 @@ function isRequestLike(value: unknown): value is RequestLike {
   );
 }
 
-function parseUrl(value: string): URL {
-  try {
-    return new URL(value);
-  } catch (cause) {
-    throw new TypeError(`tailcut: invalid request URL ${JSON.stringify(value)}`, { cause });
-  }
-}
-
-/** Takes a fetch call's `(input, init)` apart, as fetch itself would read them. */
-export function readCall(input: unknown, init: Record<string, unknown> | undefined): CallParts {
-  const { method: m, headers: h, body: b, signal: s, ...rest } = init ?? {};
-  let url: URL;
-  let method = typeof m === 'string' ? m : 'GET';
-  let headers = h as undici.HeadersInit | undefined;
-  let body = b;
-  let signal = s as AbortSignal | null | undefined;
-  if (typeof input === 'string' || input instanceof URL) {
-    url = parseUrl(String(input));
+/**
+ * Reads a fetch call's `(input, init)` into what undici.fetch v7 sends faithfully. Node's own
+ * global `Request` and `FormData` come from the undici Node bundles (6.x on Node 20 and 22), and
+ * undici 7 would reject the one and send the other as "[object FormData]": they are converted.
+ * A locked or already-read body stream is refused with `TAILCUT_INVALID_REQUEST`.
+ */
+export async function toUndiciCall(
+  input: string | URL | Request,
+  init: undici.RequestInit | undefined,
+): Promise<UndiciCall> {
+  let out: UndiciCall;
+  if (typeof input === 'string' || input instanceof URL || input instanceof undici.Request) {
+    out = { input, init: init === undefined ? {} : { ...init } };
   } else if (isRequestLike(input)) {
-    url = parseUrl(input.url);
-    if (m === undefined) method = input.method;
-    if (h === undefined) headers = [...input.headers];
-    if (b === undefined) {
-      if (input.bodyUsed) {
-        throw new TailcutError(
-          'TAILCUT_INVALID_REQUEST',
-          'tailcut: the Request body was already read (bodyUsed); pass an unread Request',
-        );
-      }
-      body = input.body;
+    if (input.bodyUsed) {
+      throw new TailcutError(
+        'TAILCUT_INVALID_REQUEST',
+        'tailcut: the Request body was already read (bodyUsed); pass an unread Request',
+      );
     }
-    if (s === undefined) signal = input.signal;
-    if (rest.redirect === undefined && input.redirect !== undefined) rest.redirect = input.redirect;
+    const fromRequest: undici.RequestInit = {
+      method: input.method,
+      headers: [...input.headers],
+      signal: input.signal ?? null,
+    };
+    if (input.redirect !== undefined) fromRequest.redirect = input.redirect;
+    if (input.body !== null) {
+      fromRequest.body = input.body;
+      fromRequest.duplex = 'half';
+    }
+    out = { input: input.url, init: { ...fromRequest, ...init } };
   } else {
-    url = parseUrl(String(input));
+    out = { input: String(input), init: init === undefined ? {} : { ...init } };
   }
-  return {
-    url,
-    method,
-    methodKey: method.toUpperCase(),
-    headers: new undici.Headers(headers),
-    body,
-    signal: signal ?? undefined,
-    rest,
-  };
+  const body = out.init.body;
+  assertUnread(body, 'init.body');
+  if (body instanceof globalThis.FormData && !(body instanceof undici.FormData)) {
+    // Serialise Node's own FormData once, with its own boundary and content type.
+    const encoded = new globalThis.Response(body);
+    const headers = new undici.Headers(out.init.headers);
+    if (!headers.has('content-type')) {
+      headers.set('content-type', encoded.headers.get('content-type') ?? '');
+    }
+    out.init.headers = headers;
+    out.init.body = new Uint8Array(await encoded.arrayBuffer());
+  } else if (out.init.duplex === undefined && isStreamBody(body)) {
+    out.init.duplex = 'half';
+  }
+  return out;
 }

@@ -41,24 +41,21 @@ export function simulation(
       clock,
       signal: options.signal,
       maxAttempts: options.maxAttempts ?? state.settings.maxAttempts,
-      run(ctx) {
+      run(ctx, report) {
         const record: SimAttempt = { call: id, ctx, startedAt: clock.now() };
         attempts.push(record);
         const o = outcome(ctx.index);
-        return new Promise<SimAttempt>((resolve, reject) => {
-          const timer = clock.setTimeout(() => {
-            ctx.signal.removeEventListener('abort', onAbort);
-            record.committedAt = clock.now();
-            record.result = o.result;
-            if (o.result === 'error') reject(new Error(`attempt ${ctx.index} failed`));
-            else resolve(record);
-          }, o.ms);
-          const onAbort = () => {
+        const timer = clock.setTimeout(() => {
+          record.committedAt = clock.now();
+          record.result = o.result;
+          if (o.result === 'error') report.fail(new Error(`attempt ${ctx.index} failed`));
+          else report.commit(record);
+        }, o.ms);
+        ctx.onCancel({
+          cancel() {
             clock.clearTimeout(timer);
             record.abortedAt = clock.now();
-            reject(ctx.signal.reason);
-          };
-          ctx.signal.addEventListener('abort', onAbort, { once: true });
+          },
         });
       },
       judge: (r) => (r.result === 'ok' ? 'accept' : r.result === 'retry' ? 'retry' : 'fail'),
