@@ -14,6 +14,8 @@ export type {
 export type { HedgeStats, RouteStats } from './engine/hedger.js';
 export type { RouteCounters } from './engine/route-state.js';
 export { isTailcutError, TailcutError, type TailcutErrorCode } from './errors.js';
+export type { TailStats } from './telemetry/tail.js';
+export { DURATION_BUCKETS } from './telemetry/telemetry.js';
 export { createHedgedFetch, type HedgedFetch } from './transport/fetch.js';
 export {
   type HedgeInterceptor,

@@ -9,8 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { createHedgedFetch, hedge, type RouteOptions } from 'tailcut';
 import * as undici from 'undici';
 
-const [variant = '', origin = '', concurrencyArg = '32'] = process.argv.slice(2);
-const concurrency = Number(concurrencyArg);
+const [variant = '', origin = ''] = process.argv.slice(2);
 
 /** Hedging configured on every path, but the delay is never reached. */
 const neverFiring: RouteOptions = {
@@ -85,15 +84,22 @@ const call = makeCall();
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-async function run(n: number) {
-  let next = 0;
+/**
+ * Sends `n` calls open loop at `rate` per second (a call starts at its time whether or not the
+ * previous ones finished), so that every variant is measured at the same load: closed-loop CPU
+ * per call would also measure how a slower variant batches differently on the event loop.
+ */
+async function run(n: number, rate: number) {
   const cpu = process.cpuUsage();
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next++ < n) await call('/x');
-    }),
-  );
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push(call('/x'));
+  }
+  await Promise.all(pending);
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   return { cpuUsPerCall: (used.user + used.system) / n, callsPerSecond: n / seconds };
@@ -120,9 +126,8 @@ async function heap(n: number) {
   return { heapBytesPerInFlightCall: (during - before) / n };
 }
 
-process.on('message', async (m: { run?: number; heap?: number; exit?: boolean }) => {
-  if (m.run !== undefined) process.send?.({ result: await run(m.run) });
+process.on('message', async (m: { run?: number; rate?: number; heap?: number }) => {
+  if (m.run !== undefined) process.send?.({ result: await run(m.run, m.rate ?? 1000) });
   if (m.heap !== undefined) process.send?.({ result: await heap(m.heap) });
-  if (m.exit) process.exit(0);
 });
 process.send?.({ ready: true });

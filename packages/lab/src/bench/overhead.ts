@@ -2,15 +2,21 @@ import { type Child, startChild } from './child.js';
 
 /** The variants compared, each with the bare variant it is measured against. */
 const VARIANTS = [
-  { id: 'request-bare', name: 'undici.request, bare Agent' },
+  { id: 'request-bare', name: 'undici.request, bare Agent', rate: 4000 },
   {
     id: 'request-passthrough',
     name: 'undici.request, pass-through interceptor',
     baseline: 'request-bare',
+    rate: 4000,
   },
-  { id: 'request-hedge', name: 'undici.request, Agent + hedge()', baseline: 'request-bare' },
-  { id: 'fetch-bare', name: 'undici.fetch, bare Agent' },
-  { id: 'fetch-hedge', name: 'createHedgedFetch', baseline: 'fetch-bare' },
+  {
+    id: 'request-hedge',
+    name: 'undici.request, Agent + hedge()',
+    baseline: 'request-bare',
+    rate: 4000,
+  },
+  { id: 'fetch-bare', name: 'undici.fetch, bare Agent', rate: 2000 },
+  { id: 'fetch-hedge', name: 'createHedgedFetch', baseline: 'fetch-bare', rate: 2000 },
 ] as const;
 
 /** Figures of one variant: medians over the rounds. */
@@ -22,19 +28,23 @@ export interface OverheadRow {
   /** Lowest and highest round, to show the spread. */
   cpuUsRange: [number, number];
   callsPerSecond: number;
-  /** Extra CPU per call over the baseline (0.03 = 3%), from the medians. */
+  /**
+   * Extra CPU per call over the baseline (0.03 = 3%): the median of per-round ratios, each
+   * round measuring the variant right after its baseline (a paired design that cancels the
+   * drift of a shared machine).
+   */
   cpuOverhead?: number;
+  /** Interquartile range of the per-round ratios. */
+  cpuOverheadIqr?: [number, number];
   heapBytesPerInFlightCall: number;
 }
 
 /** Options of {@link measureOverhead}. */
 export interface OverheadOptions {
-  /** Calls per variant per round. Default 20,000. */
+  /** Calls per variant per round. Default 5,000. */
   calls?: number;
-  /** Rounds; variants run in rotating order within each. Default 5. */
+  /** Rounds; each runs every baseline followed by the variants compared with it. Default 30. */
   rounds?: number;
-  /** Calls in flight per variant (closed loop). Default 32. */
-  concurrency?: number;
   /** Calls parked on the server for the heap measurement. Default 500. */
   inFlight?: number;
   log?: (line: string) => void;
@@ -51,38 +61,43 @@ function median(values: number[]): number {
 /**
  * Measures tailcut's own cost: CPU µs per call, throughput and heap bytes per call in flight,
  * for undici.request through hedge() and for createHedgedFetch, each beside its bare undici
- * counterpart, with hedging configured but never firing. The server (answering at once) and
- * each variant run in their own processes, so no variant shares JIT state with another; the
- * variants run round by round in rotating order against the same server.
+ * counterpart, with hedging configured but never firing, each pair at the same open-loop rate.
+ * The server (answering at once) and each variant run in their own processes, so no variant
+ * shares JIT state with another; each round runs a baseline, then the variants compared with it.
  */
 export async function measureOverhead(options: OverheadOptions = {}): Promise<OverheadRow[]> {
-  const { calls = 20_000, rounds = 5, concurrency = 32, inFlight = 500, log = () => {} } = options;
+  const { calls = 4_000, rounds = 20, inFlight = 500, log = () => {} } = options;
   const server = await startChild('./echo-server.js');
   const origin = `http://127.0.0.1:${server.hello.port}`;
   const clients = new Map<string, Child>();
   try {
     for (const v of VARIANTS) {
-      clients.set(
-        v.id,
-        await startChild('./overhead-client.js', [v.id, origin, String(concurrency)]),
-      );
+      clients.set(v.id, await startChild('./overhead-client.js', [v.id, origin]));
     }
+    const rateOf = (id: string) => (VARIANTS.find((v) => v.id === id) as { rate: number }).rate;
     const run = async (id: string, n: number) =>
-      (await (clients.get(id) as Child).ask({ run: n }, (m) => 'result' in m)).result as {
+      (await (clients.get(id) as Child).ask({ run: n, rate: rateOf(id) }, (m) => 'result' in m))
+        .result as {
         cpuUsPerCall: number;
         callsPerSecond: number;
       };
     for (const v of VARIANTS) await run(v.id, Math.ceil(calls / 4)); // warm-up
     const cpu = new Map<string, number[]>();
     const rate = new Map<string, number[]>();
+    const ratios = new Map<string, number[]>();
     for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < VARIANTS.length; i++) {
-        const v = VARIANTS[(i + round) % VARIANTS.length] as (typeof VARIANTS)[number];
+      const thisRound = new Map<string, number>();
+      for (const v of VARIANTS) {
         const r = await run(v.id, calls);
+        thisRound.set(v.id, r.cpuUsPerCall);
         cpu.set(v.id, [...(cpu.get(v.id) ?? []), r.cpuUsPerCall]);
         rate.set(v.id, [...(rate.get(v.id) ?? []), r.callsPerSecond]);
+        if ('baseline' in v) {
+          const ratio = r.cpuUsPerCall / (thisRound.get(v.baseline) as number);
+          ratios.set(v.id, [...(ratios.get(v.id) ?? []), ratio]);
+        }
       }
-      log(`overhead: round ${round + 1}/${rounds}`);
+      if ((round + 1) % 5 === 0) log(`overhead: round ${round + 1}/${rounds}`);
     }
     const rows: OverheadRow[] = [];
     for (const v of VARIANTS) {
@@ -108,8 +123,12 @@ export async function measureOverhead(options: OverheadOptions = {}): Promise<Ov
       });
     }
     for (const row of rows) {
-      const base = rows.find((r) => r.id === row.baseline);
-      if (base) row.cpuOverhead = row.cpuUsPerCall / base.cpuUsPerCall - 1;
+      const r = ratios.get(row.id);
+      if (r === undefined) continue;
+      const sorted = [...r].sort((a, b) => a - b);
+      const at = (q: number) => (sorted[Math.floor(q * (sorted.length - 1))] as number) - 1;
+      row.cpuOverhead = median(r) - 1;
+      row.cpuOverheadIqr = [at(0.25), at(0.75)];
     }
     return rows;
   } finally {

@@ -1,3 +1,4 @@
+import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import type { BudgetOptions, HedgeBudget } from '../budget/budget.js';
 
@@ -48,6 +49,8 @@ export interface RouteOptions {
   commitOn?: 'headers' | 'first-byte';
   /** Response statuses that are not acceptable answers. Default 408, 429, 500, 502, 503, 504. */
   retryOn?: readonly number[];
+  /** The route's latency objective, ms: calls slower end to end count as slow (metrics, stats). */
+  sloMs?: number;
 }
 
 /** Options of {@link createHedgedFetch}. */
@@ -62,8 +65,8 @@ export interface HedgedFetchOptions {
   maxBufferedBodyBytes?: number;
   /** Largest total of bodies buffered at once by this client, bytes. Default 64 MiB. */
   maxTotalBufferedBytes?: number;
-  /** OpenTelemetry MeterProvider (reserved for the telemetry layer; validated now). */
-  meterProvider?: { getMeter(...args: never[]): unknown };
-  /** OpenTelemetry TracerProvider (reserved for the telemetry layer; validated now). */
-  tracerProvider?: { getTracer(...args: never[]): unknown };
+  /** OpenTelemetry MeterProvider for tailcut's metrics. Default: the global one. */
+  meterProvider?: MeterProvider;
+  /** OpenTelemetry TracerProvider for tailcut's spans. Default: the global one. */
+  tracerProvider?: TracerProvider;
 }

@@ -1,3 +1,4 @@
+import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 import { type BudgetOptions, HedgeBudget } from '../budget/budget.js';
 import type { DelaySettings } from '../delay/estimator.js';
 import { compileMatch, type RouteMatcher } from '../routes/matcher.js';
@@ -33,6 +34,8 @@ export interface RouteSettings {
   delay: DelaySettings;
   commitOn: 'headers' | 'first-byte';
   retryOn: ReadonlySet<number>;
+  /** Calls slower than this (end to end, ms) count as slow. */
+  sloMs: number | undefined;
 }
 
 /** Client options after validation. */
@@ -41,9 +44,20 @@ export interface ClientSettings {
   budget: HedgeBudget;
   maxBufferedBodyBytes: number;
   maxTotalBufferedBytes: number;
+  meterProvider: MeterProvider | undefined;
+  tracerProvider: TracerProvider | undefined;
 }
 
-const ROUTE_KEYS = ['name', 'match', 'replicas', 'idempotent', 'hedge', 'commitOn', 'retryOn'];
+const ROUTE_KEYS = [
+  'name',
+  'match',
+  'replicas',
+  'idempotent',
+  'hedge',
+  'commitOn',
+  'retryOn',
+  'sloMs',
+];
 const HEDGE_KEYS = Object.keys(HEDGE_DEFAULTS);
 const CLIENT_KEYS = [
   'routes',
@@ -133,6 +147,14 @@ function validateRoute(option: string, input: unknown): RouteSettings {
     delay,
     commitOn,
     retryOn: validateRetryOn(`${option}.retryOn`, r.retryOn),
+    sloMs:
+      r.sloMs === undefined
+        ? undefined
+        : checkNumber(`${option}.sloMs`, r.sloMs, 0, {
+            min: 0,
+            max: 3_600_000,
+            minExclusive: true,
+          }),
   };
 }
 
@@ -179,5 +201,12 @@ export function validateClientOptions(input: unknown): ClientSettings {
     64 * 1024 * 1024,
     { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true },
   );
-  return { routes, budget, maxBufferedBodyBytes, maxTotalBufferedBytes };
+  return {
+    routes,
+    budget,
+    maxBufferedBodyBytes,
+    maxTotalBufferedBytes,
+    meterProvider: o.meterProvider as MeterProvider | undefined,
+    tracerProvider: o.tracerProvider as TracerProvider | undefined,
+  };
 }

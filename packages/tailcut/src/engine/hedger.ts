@@ -2,6 +2,7 @@ import type { BudgetStats, HedgeBudget } from '../budget/budget.js';
 import type { Clock } from '../clock.js';
 import type { ClientSettings } from '../config/validate.js';
 import type { RequestTarget } from '../routes/matcher.js';
+import type { TailStats } from '../telemetry/tail.js';
 import { type RouteCounters, RouteState } from './route-state.js';
 
 /** A route's figures, as `stats()` reports them. */
@@ -10,6 +11,8 @@ export interface RouteStats extends RouteCounters {
   delayMs: number;
   /** Latencies in the route's rolling window. */
   samples: number;
+  /** The route's recent calls, end to end: percentiles, max, CV, p99/p50, slow rate (ms). */
+  latency: TailStats;
 }
 
 /** What `stats()` returns: per route, and the budget shared by all routes. */
@@ -50,6 +53,7 @@ export class Hedger {
         ...route.counters,
         delayMs: route.estimator.delayMs(),
         samples: route.estimator.samples(),
+        latency: route.tail.stats(),
       };
     }
     return { routes, budget: this.budget.stats() };

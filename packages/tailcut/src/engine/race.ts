@@ -13,6 +13,8 @@ export interface AttemptContext {
   readonly kind: AttemptKind;
   /** Origin to send to, or `undefined` for the request's own origin. */
   readonly origin: string | undefined;
+  /** Clock reading when the attempt started, ms. */
+  readonly startedAt: number;
   /** Aborted when the attempt is cancelled (lost, or the caller aborted). Created on first use. */
   readonly signal: AbortSignal;
   /** Registers the transport's own way to cancel the attempt (cheaper than a signal). */
@@ -40,7 +42,7 @@ export interface AttemptReport<T> {
 export type Verdict = 'accept' | 'retry' | 'fail';
 
 /** One call to race, as a transport describes it. */
-export interface RaceSpec<T> {
+export interface RaceSpec<T> extends RaceObserver<T> {
   route: RouteState;
   budget: HedgeBudget;
   clock: Clock;
@@ -54,6 +56,25 @@ export interface RaceSpec<T> {
   judge(result: T, ctx: AttemptContext): Verdict;
   /** Releases a result that will not be returned (destroys its body). */
   discard(result: T): void;
+}
+
+/** How an attempt ended, as telemetry names it. */
+export type AttemptOutcome = 'won' | 'lost' | 'failed' | 'cancelled';
+
+/** What became of a hedge the engine considered, as telemetry names it. */
+export type HedgeOutcome = 'sent' | 'won' | 'denied_budget' | 'denied_concurrency' | 'no_replica';
+
+/** Optional hooks a transport implements to observe a race (telemetry). */
+export interface RaceObserver<T> {
+  onAttemptStart?(ctx: AttemptContext): void;
+  /** `result` is set for a `won` attempt and a failed one that answered; `error` otherwise. */
+  onAttemptEnd?(
+    ctx: AttemptContext,
+    outcome: AttemptOutcome,
+    result: T | undefined,
+    error: unknown,
+  ): void;
+  onHedge?(outcome: HedgeOutcome): void;
 }
 
 /** A race's result. */
@@ -183,6 +204,7 @@ class Race<T> implements RaceHandle {
     const verdict = spec.judge(value, attempt);
     this.learn(attempt, verdict === 'accept');
     this.endAttempt(attempt);
+    spec.onAttemptEnd?.(attempt, verdict === 'accept' ? 'won' : 'failed', value, undefined);
     if (verdict === 'accept') {
       this.finish({ value, attempt });
       return;
@@ -202,6 +224,7 @@ class Race<T> implements RaceHandle {
     if (this.settled || !this.live.includes(attempt)) return;
     this.learn(attempt, false);
     this.endAttempt(attempt);
+    this.spec.onAttemptEnd?.(attempt, 'failed', undefined, error);
     this.lastError = error;
     this.afterFailure(true);
   }
@@ -245,6 +268,7 @@ class Race<T> implements RaceHandle {
     if (tried.length < maxAttempts) {
       this.timer = clock.setTimeout(this.onTimer, route.estimator.delayMs());
     }
+    this.spec.onAttemptStart?.(attempt);
     try {
       this.spec.run(attempt, attempt);
     } catch (err) {
@@ -258,15 +282,21 @@ class Race<T> implements RaceHandle {
     const counters = route.counters;
     if (this.settled || this.tried.length >= maxAttempts) return false;
     const replica = route.picker.hedge(this.tried);
+    const spec = this.spec;
     if (replica === undefined) {
       counters.hedgesNoReplica++;
+      spec.onHedge?.('no_replica');
       return false;
     }
     const grant = budget.acquire();
-    if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
-    if (grant === 'denied_concurrency') counters.hedgesDeniedConcurrency++;
-    if (grant !== 'granted') return false;
+    if (grant !== 'granted') {
+      if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
+      else counters.hedgesDeniedConcurrency++;
+      spec.onHedge?.(grant);
+      return false;
+    }
     counters.hedgesSent++;
+    spec.onHedge?.('sent');
     this.launch('hedge', replica);
     return true;
   }
@@ -292,11 +322,15 @@ class Race<T> implements RaceHandle {
     for (const attempt of [...this.live]) {
       this.learn(attempt, false);
       this.endAttempt(attempt);
+      spec.onAttemptEnd?.(attempt, win ? 'lost' : 'cancelled', undefined, undefined);
       attempt.cancel(aborted ? aborted.reason : loserAbortError());
     }
     const fallback = this.fallback;
     if (win !== undefined) {
-      if (win.attempt.kind === 'hedge') spec.route.counters.hedgesWon++;
+      if (win.attempt.kind === 'hedge') {
+        spec.route.counters.hedgesWon++;
+        spec.onHedge?.('won');
+      }
       if (fallback !== undefined) spec.discard(fallback.value);
       this.done({ win: { value: win.value, attempt: win.attempt, accepted: true } });
     } else if (aborted) {

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { RouteSettings } from '../config/validate.js';
 import { DelayEstimator } from '../delay/estimator.js';
 import { ReplicaPicker } from '../replicas/picker.js';
+import { TailWindow } from '../telemetry/tail.js';
 
 /** Counters of one route since the client was created. */
 export interface RouteCounters {
@@ -21,6 +22,8 @@ export interface RouteCounters {
   hedgesNoReplica: number;
   /** Calls that ended without an acceptable answer (last failure returned or thrown). */
   failures: number;
+  /** Calls slower, end to end, than the route's `sloMs`. */
+  slowCalls: number;
 }
 
 /** The live state of a route: its settings, delay estimator, replica picker and counters. */
@@ -37,11 +40,23 @@ export class RouteState {
     hedgesDeniedConcurrency: 0,
     hedgesNoReplica: 0,
     failures: 0,
+    slowCalls: 0,
   };
+  /** Recent end-to-end call durations, for the tail figures. */
+  readonly tail: TailWindow;
 
   constructor(settings: RouteSettings, clock: Clock) {
     this.settings = settings;
     this.estimator = new DelayEstimator(settings.delay, clock);
     this.picker = new ReplicaPicker(settings.replicas);
+    this.tail = new TailWindow(settings.delay.windowMs, clock, settings.sloMs);
+  }
+
+  /** Records a finished call's end-to-end duration; true when it was slower than the SLO. */
+  recordCall(ms: number): boolean {
+    this.tail.record(ms);
+    const slow = this.settings.sloMs !== undefined && ms > this.settings.sloMs;
+    if (slow) this.counters.slowCalls++;
+    return slow;
   }
 }

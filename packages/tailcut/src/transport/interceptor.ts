@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type Context, context, propagation } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import type { HedgeBudget } from '../budget/budget.js';
 import type { Clock } from '../clock.js';
@@ -9,7 +10,9 @@ import { type ClientSettings, validateClientOptions } from '../config/validate.j
 import { Hedger, type HedgeStats } from '../engine/hedger.js';
 import {
   type AttemptContext,
+  type AttemptOutcome,
   type AttemptReport,
+  type HedgeOutcome,
   type RaceHandle,
   type RaceOutcome,
   type RaceSpec,
@@ -18,6 +21,7 @@ import {
 } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { loserAbortError } from '../errors.js';
+import { type CallTrace, Telemetry } from '../telemetry/telemetry.js';
 import type { BufferLimits } from './body.js';
 import { ByteQuota } from './byte-quota.js';
 import { type HeaderRecord, toHeaderRecord } from './dispatch-headers.js';
@@ -111,6 +115,8 @@ class AttemptHandler implements Handler {
   private chunks: Buffer[] = [];
   private ending: { trailers: Headers } | { error: Error } | undefined;
   private caller: { handler: Handler; controller: CallController } | undefined;
+  /** Told when the caller has the response's end (undefined) or its error. */
+  private onEnd: ((error: unknown) => void) | undefined;
   constructor(
     private readonly report: AttemptReport<AttemptHandler>,
     private readonly route: RouteState,
@@ -171,7 +177,8 @@ class AttemptHandler implements Handler {
   }
 
   /** Hands the response, from its start, to the caller's handler. */
-  attach(handler: Handler, controller: CallController): void {
+  attach(handler: Handler, controller: CallController, onEnd: (error: unknown) => void): void {
+    this.onEnd = onEnd;
     this.state = 'attached';
     this.caller = { handler, controller };
     if (this.controller !== undefined) controller.attach(this.controller);
@@ -216,6 +223,7 @@ class AttemptHandler implements Handler {
       // The caller stays attached: if its onResponseEnd throws (undici's retry handler does,
       // to ask for a retry), undici reports that error here and it is forwarded too.
       this.ending = undefined;
+      this.onEnd?.('trailers' in end ? undefined : end.error);
       if ('trailers' in end) handler.onResponseEnd?.(controller, end.trailers);
       else handler.onResponseError?.(controller, end.error);
       return;
@@ -238,6 +246,9 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
   readonly maxAttempts: number;
   private headers: HeaderRecord | undefined;
   private headersElsewhere: HeaderRecord | undefined;
+  private readonly trace: CallTrace;
+  /** The trace context of the attempt about to run, when an SDK records spans. */
+  private attemptContext: Context | undefined;
 
   constructor(
     readonly route: RouteState,
@@ -248,12 +259,31 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     private readonly controller: CallController,
     private readonly origin: string,
     private readonly plan: CallPlan,
+    telemetry: Telemetry,
   ) {
     this.budget = hedger.budget;
     this.clock = hedger.clock;
     this.maxAttempts = plan.maxAttempts;
+    this.trace = telemetry.startCall(route, opts.method.toUpperCase());
     // Every attempt carries the same Idempotency-Key: make it once, up front.
     if (plan.needsIdempotencyKey || plan.body.contentType !== undefined) this.readHeaders();
+  }
+
+  onAttemptStart(ctx: AttemptContext): void {
+    this.attemptContext = this.trace.startAttempt(ctx, ctx.origin ?? this.origin);
+  }
+
+  onAttemptEnd(
+    ctx: AttemptContext,
+    outcome: AttemptOutcome,
+    result: AttemptHandler | undefined,
+    error: unknown,
+  ): void {
+    this.trace.endAttempt(ctx, outcome, { status: result?.status, error });
+  }
+
+  onHedge(outcome: HedgeOutcome): void {
+    this.trace.recordHedge(outcome);
   }
 
   run(ctx: AttemptContext, report: AttemptReport<AttemptHandler>): void {
@@ -263,11 +293,25 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     const target = ctx.origin ?? this.origin;
     const headers = this.headersFor(target);
     const body = (this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
-    const unchanged =
-      target === this.origin && headers === (opts.headers ?? null) && body === (opts.body ?? null);
-    this.dispatch(
-      unchanged ? opts : { ...opts, origin: target, headers, body: body ?? null },
-      attempt,
+    const traced = this.attemptContext;
+    this.attemptContext = undefined;
+    if (traced === undefined) {
+      const unchanged =
+        target === this.origin &&
+        headers === (opts.headers ?? null) &&
+        body === (opts.body ?? null);
+      this.dispatch(
+        unchanged ? opts : { ...opts, origin: target, headers, body: body ?? null },
+        attempt,
+      );
+      return;
+    }
+    // Each attempt carries its own span's trace context, and is dispatched in that context so
+    // that undici instrumentation (which reads the active context) nests its spans under it.
+    const carrier = toHeaderRecord(headers);
+    propagation.inject(traced, carrier);
+    context.with(traced, () =>
+      this.dispatch({ ...opts, origin: target, headers: carrier, body: body ?? null }, attempt),
     );
   }
 
@@ -284,13 +328,18 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     const { handler, controller } = this;
     this.plan.body.release();
     if ('error' in outcome) {
+      this.trace.end(undefined, { error: outcome.error });
       handler.onResponseError?.(controller, outcome.error as Error);
       return;
     }
     const winner = outcome.win.value;
+    const ctx = outcome.win.attempt;
     try {
-      winner.attach(handler, controller);
+      winner.attach(handler, controller, (error) =>
+        this.trace.end(ctx, { status: winner.status, error }),
+      );
     } catch (err) {
+      this.trace.end(ctx, { status: winner.status, error: err });
       // The caller's handler threw (as undici's dump or retry handlers do): stop the response
       // and report the error to it, as undici's own dispatchers would.
       winner.cancel(err);
@@ -332,6 +381,7 @@ export function createInterceptor(
   settings: ClientSettings,
 ): Dispatcher.DispatcherComposeInterceptor {
   const origins = new OriginCache();
+  const telemetry = new Telemetry(hedger, settings.meterProvider, settings.tracerProvider);
   const limits: BufferLimits = {
     perCall: settings.maxBufferedBodyBytes,
     quota: new ByteQuota(settings.maxTotalBufferedBytes),
@@ -351,7 +401,17 @@ export function createInterceptor(
       handler.onResponseError?.(controller, controller.reason as Error);
       return;
     }
-    const call = new HedgedCall(route, hedger, dispatch, opts, handler, controller, origin, plan);
+    const call = new HedgedCall(
+      route,
+      hedger,
+      dispatch,
+      opts,
+      handler,
+      controller,
+      origin,
+      plan,
+      telemetry,
+    );
     controller.bind(runRace(call, (outcome) => call.settle(outcome)));
   }
 
