@@ -12,6 +12,13 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'lab',
+          include: ['packages/lab/test/**/*.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/**/*.test.ts'],
           testTimeout: 30_000,

@@ -1,9 +1,149 @@
 #!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeBenchmarks } from './bench/benchmarks.js';
 import { measureOverhead } from './bench/overhead.js';
+import { D2, D3, type Profile } from './fleet/profile.js';
+import { htmlReport } from './report/html.js';
+import { table } from './report/summary.js';
+import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
+import { simulateTrace } from './sim/simulate.js';
 
-const rows = await measureOverhead({ log: (l) => console.error(l) });
-for (const r of rows) {
+const HELP = `tailcut-lab: see what hedging does to the tail, and what it costs, on your machine.
+
+usage: tailcut-lab <command> [options]
+
+commands:
+  demo       DESIGN.md's D2 profile, every strategy side by side (under a minute)
+  run        one scenario:  --profile d2|d3  --rate N  --seconds S  --replicas R
+             --strategies none,fixed,cockatiel,tailcut  --fixed-delay MS  --slo MS  --seed N
+  simulate   replay recorded latencies through tailcut's engine under a virtual clock:
+             --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
+  bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
+             [--out FILE]  [--quick]
+
+options:
+  --report FILE   where demo/run write the HTML report (default: lab-report.html)
+  -h, --help      this text`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    profile: { type: 'string', default: 'd2' },
+    rate: { type: 'string' },
+    seconds: { type: 'string' },
+    replicas: { type: 'string', default: '3' },
+    strategies: { type: 'string', default: STRATEGIES.join(',') },
+    'fixed-delay': { type: 'string' },
+    slo: { type: 'string' },
+    seed: { type: 'string', default: '1' },
+    trace: { type: 'string' },
+    percentiles: { type: 'string', default: '90,95,99' },
+    budgets: { type: 'string', default: '0.01,0.05,0.1' },
+    report: { type: 'string', default: 'lab-report.html' },
+    out: { type: 'string', default: 'BENCHMARKS.md' },
+    quick: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+function fail(message: string): never {
+  console.error(`tailcut-lab: ${message}\n\n${HELP}`);
+  process.exit(2);
+}
+
+function number(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0)
+    fail(`--${name} must be a positive number; got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A progress bar on a terminal (stderr), for runs over two seconds. */
+function progressBar(seconds: number) {
+  if (!process.stderr.isTTY || seconds <= 2) return undefined;
+  return (strategy: string, fraction: number) => {
+    const width = 30;
+    const done = Math.round(fraction * width);
+    process.stderr.write(
+      `\r${strategy.padEnd(36)} [${'#'.repeat(done)}${' '.repeat(width - done)}] ${Math.round(fraction * 100)}%`,
+    );
+    if (fraction >= 1) process.stderr.write('\n');
+  };
+}
+
+async function scenario(
+  profile: Profile,
+  name: string,
+  defaults: { rate: number; seconds: number; slo: number; fixed: number },
+) {
+  const strategies = (values.strategies ?? '').split(',').map((s) => s.trim()) as StrategyName[];
+  for (const s of strategies) {
+    if (![...STRATEGIES, 'unbudgeted'].includes(s)) fail(`unknown strategy ${JSON.stringify(s)}`);
+  }
+  const seconds = number('seconds', values.seconds, defaults.seconds);
+  const rate = number('rate', values.rate, defaults.rate);
+  const sloMs = number('slo', values.slo, defaults.slo);
+  const rows = await runScenario({
+    profile,
+    replicas: number('replicas', values.replicas, 3),
+    rate,
+    seconds,
+    seed: number('seed', values.seed, 1),
+    sloMs,
+    fixedDelayMs: number('fixed-delay', values['fixed-delay'], defaults.fixed),
+    strategies,
+    progress: progressBar(seconds + 2),
+  });
+  const text = table(rows, sloMs);
+  console.log(`\n${name}: ${rate} calls/s, ${seconds} s measured, ${values.replicas} replicas\n`);
+  console.log(text);
+  const report = resolve(values.report ?? 'lab-report.html');
+  writeFileSync(report, htmlReport(`tailcut lab: ${name}`, rows, text));
+  console.log(`\nreport: ${report}`);
+}
+
+const command = positionals[0];
+if (values.help || command === undefined || command === 'help') {
+  console.log(HELP);
+} else if (command === 'demo') {
+  await scenario(D2, 'D2 (lognormal median 20 ms, sigma 0.4, 1% of attempts x10)', {
+    rate: 200,
+    seconds: 8,
+    slo: 50,
+    fixed: 50,
+  });
+} else if (command === 'run') {
+  const profiles: Record<string, Profile> = { d2: D2, d3: D3 };
+  const profile =
+    profiles[values.profile ?? 'd2'] ??
+    fail(`unknown profile ${JSON.stringify(values.profile)} (d2, d3)`);
+  await scenario(profile, (values.profile ?? 'd2').toUpperCase(), {
+    rate: 500,
+    seconds: 10,
+    slo: 50,
+    fixed: 50,
+  });
+} else if (command === 'simulate') {
+  if (values.trace === undefined) fail('simulate needs --trace FILE (one latency in ms per line)');
+  const list = (s: string | undefined) => (s ?? '').split(',').map(Number);
   console.log(
-    `${r.name.padEnd(34)} ${r.cpuUsPerCall.toFixed(1).padStart(7)} µs/call (${r.cpuUsRange.map((x) => x.toFixed(1)).join('..')}) ${Math.round(r.callsPerSecond).toString().padStart(7)} calls/s ${r.cpuOverhead === undefined ? '' : `${(r.cpuOverhead * 100).toFixed(1)}% CPU (IQR ${(r.cpuOverheadIqr ?? []).map((x) => (x * 100).toFixed(1)).join('..')})`} heap/in-flight ${Math.round(r.heapBytesPerInFlightCall)} B`,
+    simulateTrace({
+      trace: values.trace,
+      percentiles: list(values.percentiles),
+      budgets: list(values.budgets),
+      rate: number('rate', values.rate, 100),
+    }),
   );
+} else if (command === 'bench') {
+  const file = resolve(values.out ?? 'BENCHMARKS.md');
+  await writeBenchmarks(file, { quick: values.quick ?? false, log: (l) => console.error(l) });
+  console.log(`wrote ${file}`);
+} else if (command === 'overhead') {
+  for (const r of await measureOverhead({ log: (l) => console.error(l) }))
+    console.log(JSON.stringify(r));
+} else {
+  fail(`unknown command ${JSON.stringify(command)}`);
 }

@@ -1,0 +1,57 @@
+import { normal } from '../random.js';
+
+/**
+ * The latency profile of the replicas of a fleet. Every replica draws from the same body
+ * distribution; the options add the effects the lab studies.
+ */
+export interface Profile {
+  /** Median of the lognormal body, ms. */
+  medianMs: number;
+  /** Sigma of the lognormal body. */
+  sigma: number;
+  /** Share of attempts that stall, and their slow-down factor. */
+  stallProbability?: number;
+  stallFactor?: number;
+  /** Replica index that is slower by `slowReplicaFactor` (one slow replica). */
+  slowReplica?: number;
+  slowReplicaFactor?: number;
+  /** From this many ms after the fleet starts (or is reset), every replica is `correlatedFactor` slower. */
+  correlatedFromMs?: number;
+  correlatedFactor?: number;
+  /** Load-dependent replicas: a FIFO queue with this many requests served at once. */
+  concurrency?: number;
+  /** Keep serving requests whose client went away (so hedges really add queueing). */
+  ignoreAborts?: boolean;
+  /** Share of requests answered at once with an overload status and Retry-After. */
+  overloadProbability?: number;
+  overloadStatus?: 429 | 503;
+  /** `json` (default) or OpenAI-compatible streaming chat completions (SSE). */
+  mode?: 'json' | 'sse';
+  /** SSE: tokens per answer and the gap between them, ms (the body latency is time to first token). */
+  tokens?: number;
+  tokenGapMs?: number;
+}
+
+/** DESIGN.md's D2: lognormal median 20 ms, sigma 0.4, plus 1% of attempts x10. */
+export const D2: Profile = { medianMs: 20, sigma: 0.4, stallProbability: 0.01, stallFactor: 10 };
+
+/** DESIGN.md's D3: 99% around 10 ms, 1% around 1 s. */
+export const D3: Profile = { medianMs: 10, sigma: 0.2, stallProbability: 0.01, stallFactor: 100 };
+
+/** Draws one attempt's service time (ms) for replica `replica` at `elapsedMs` into the run. */
+export function drawLatency(
+  profile: Profile,
+  random: () => number,
+  replica: number,
+  elapsedMs: number,
+): number {
+  let ms = profile.medianMs * Math.exp(profile.sigma * normal(random));
+  if (profile.stallProbability !== undefined && random() < profile.stallProbability) {
+    ms *= profile.stallFactor ?? 10;
+  }
+  if (profile.slowReplica === replica) ms *= profile.slowReplicaFactor ?? 3;
+  if (profile.correlatedFromMs !== undefined && elapsedMs >= profile.correlatedFromMs) {
+    ms *= profile.correlatedFactor ?? 3;
+  }
+  return ms;
+}

@@ -1,0 +1,95 @@
+import { PERCENTILES, type Row } from './summary.js';
+
+const COLORS = ['#d62728', '#ff7f0e', '#9467bd', '#2ca02c', '#1f77b4', '#8c564b'];
+const esc = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+
+/**
+ * A percentile plot in HdrHistogram's style: x is the percentile on a "nines" scale
+ * (log of 1 / (1 − q)), y the latency on a log scale; solid lines are measured, dashed lines
+ * the theory of the same strategy.
+ */
+export function percentilePlot(rows: Row[], title: string): string {
+  const w = 900;
+  const h = 480;
+  const L = 70;
+  const R = 20;
+  const T = 40;
+  const B = 60;
+  const qs: number[] = [];
+  for (let n = 0; n <= 4; n += 0.05) qs.push(1 - 10 ** -n);
+  const xOf = (q: number) => L + (Math.log10(1 / (1 - q)) / 4) * (w - L - R);
+  const values = rows.flatMap((r) => [r.histogram.getValueAtPercentile(50) / 1000, r.maxMs]);
+  const yMin = Math.floor(Math.log10(Math.max(0.1, Math.min(...values) / 2)));
+  const yMax = Math.ceil(Math.log10(Math.max(...values)));
+  const yOf = (ms: number) =>
+    T + (1 - (Math.log10(Math.max(ms, 10 ** yMin)) - yMin) / (yMax - yMin)) * (h - T - B);
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<title>${esc(title)}</title>`,
+    `<rect width="${w}" height="${h}" fill="white"/>`,
+    `<text x="${L}" y="24" font-size="15">${esc(title)}</text>`,
+  ];
+  for (let e = yMin; e <= yMax; e++) {
+    const y = yOf(10 ** e);
+    out.push(`<line x1="${L}" x2="${w - R}" y1="${y}" y2="${y}" stroke="#ddd"/>`);
+    out.push(`<text x="${L - 6}" y="${y + 4}" text-anchor="end">${10 ** e} ms</text>`);
+  }
+  for (const [q, label] of [
+    [0, '0%'],
+    [0.9, '90%'],
+    [0.99, '99%'],
+    [0.999, '99.9%'],
+    [0.9999, '99.99%'],
+  ] as const) {
+    const x = xOf(q);
+    out.push(`<line x1="${x}" x2="${x}" y1="${T}" y2="${h - B}" stroke="#ddd"/>`);
+    out.push(`<text x="${x}" y="${h - B + 16}" text-anchor="middle">${label}</text>`);
+  }
+  rows.forEach((r, i) => {
+    const color = COLORS[i % COLORS.length];
+    const measured = qs.map((q) => [xOf(q), yOf(r.histogram.getValueAtPercentile(q * 100) / 1000)]);
+    out.push(
+      `<path d="${measured.map(([x, y], j) => `${j ? 'L' : 'M'}${x?.toFixed(1)},${y?.toFixed(1)}`).join('')}" fill="none" stroke="${color}" stroke-width="2"/>`,
+    );
+    const s = r.theorySurvival;
+    if (s) {
+      const theory = qs.map((q) => {
+        let lo = 0;
+        let hi = 1;
+        while (s(hi) > 1 - q) hi *= 2;
+        for (let k = 0; k < 60; k++) {
+          const mid = (lo + hi) / 2;
+          if (s(mid) > 1 - q) lo = mid;
+          else hi = mid;
+        }
+        return [xOf(q), yOf(hi)];
+      });
+      out.push(
+        `<path d="${theory.map(([x, y], j) => `${j ? 'L' : 'M'}${x?.toFixed(1)},${y?.toFixed(1)}`).join('')}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
+      );
+    }
+    out.push(`<rect x="${L + 10}" y="${T + 10 + i * 18}" width="14" height="4" fill="${color}"/>`);
+    out.push(`<text x="${L + 30}" y="${T + 16 + i * 18}">${esc(r.strategy)}</text>`);
+  });
+  out.push(
+    `<text x="${w - R}" y="${h - 10}" text-anchor="end" fill="#666">solid: measured; dashed: theory</text>`,
+  );
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+/** A self-contained HTML report: the plot and the table. */
+export function htmlReport(title: string, rows: Row[], tableText: string): string {
+  const cells = rows
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.strategy)}</td>${r.measured.map((v, i) => `<td>${v.toFixed(1)}${r.theory ? ` <small>(${(r.theory[i] as number).toFixed(1)})</small>` : ''}</td>`).join('')}<td>${(r.extraLoad * 100).toFixed(1)}%</td></tr>`,
+    )
+    .join('');
+  return `<!doctype html><meta charset="utf-8"><title>${esc(title)}</title>
+<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right}td:first-child{text-align:left}</style>
+<h1>${esc(title)}</h1>
+${percentilePlot(rows, 'Latency by percentile (log scales)')}
+<table><tr><th>strategy</th>${PERCENTILES.map((p) => `<th>p${p} ms</th>`).join('')}<th>extra load</th></tr>${cells}</table>
+<pre>${esc(tableText)}</pre>`;
+}

@@ -1,0 +1,130 @@
+import type * as hdr from 'hdr-histogram-js';
+import type { FleetStats } from '../fleet/fleet.js';
+import type { LoadResult } from '../load/open-loop.js';
+import { quantile, type Theory } from '../theory.js';
+
+/** The percentiles every report shows. */
+export const PERCENTILES = [50, 90, 99, 99.9] as const;
+
+/** One strategy's row: what was measured, and what theory says. */
+export interface Row {
+  strategy: string;
+  /** Latency at PERCENTILES, ms. */
+  measured: number[];
+  theory?: number[] | undefined;
+  maxMs: number;
+  cv: number;
+  tailAmplification: number;
+  slowRate: number;
+  /** Extra attempts per call (0.05 = 5%). */
+  extraLoad: number;
+  theoryExtraLoad?: number | undefined;
+  abortedWorkMs: number;
+  /** Median ms between a call's first answer and its losers' aborts at the replicas. */
+  abortLagMs: number;
+  cpuUsPerCall: number;
+  calls: number;
+  errors: number;
+  sendLagP99Ms: number;
+  invalid: boolean;
+  /** The run's latency histogram (µs), for plots. */
+  histogram: hdr.Histogram;
+  theorySurvival?: ((t: number) => number) | undefined;
+}
+
+function slowShare(h: hdr.Histogram, sloMs: number): number {
+  let lo = 0;
+  let hi = 100;
+  if (h.maxValue <= sloMs * 1000) return 0;
+  for (let i = 0; i < 30; i++) {
+    const mid = (lo + hi) / 2;
+    if (h.getValueAtPercentile(mid) <= sloMs * 1000) lo = mid;
+    else hi = mid;
+  }
+  return (100 - lo) / 100;
+}
+
+/** Builds a row from a run's load result, the fleet's counts and the strategy's theory. */
+export function summarize(
+  strategy: string,
+  load: LoadResult,
+  fleet: FleetStats,
+  sloMs: number,
+  theory: Theory | undefined,
+): Row {
+  const h = load.latency;
+  const at = (p: number) => h.getValueAtPercentile(p) / 1000;
+  const lags = [...fleet.abortLagMs].sort((a, b) => a - b);
+  return {
+    strategy,
+    measured: PERCENTILES.map(at),
+    theory: theory ? PERCENTILES.map((p) => quantile(theory.survival, p / 100)) : undefined,
+    maxMs: h.maxValue / 1000,
+    cv: h.mean > 0 ? h.stdDeviation / h.mean : 0,
+    tailAmplification: at(50) > 0 ? at(99) / at(50) : 0,
+    slowRate: slowShare(h, sloMs),
+    extraLoad: fleet.started / Math.max(1, load.calls) - 1,
+    theoryExtraLoad: theory?.extraLoad,
+    abortedWorkMs: fleet.abortedWorkMs,
+    abortLagMs: lags.length > 0 ? (lags[lags.length >> 1] as number) : 0,
+    cpuUsPerCall: load.cpuUsPerCall,
+    calls: load.calls,
+    errors: load.errors,
+    sendLagP99Ms: load.sendLag.getValueAtPercentile(99) / 1000,
+    invalid: load.invalid,
+    histogram: h,
+    theorySurvival: theory?.survival,
+  };
+}
+
+const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+
+/** The terminal table: measured beside theory, then cost columns. */
+export function table(rows: Row[], sloMs: number): string {
+  const header = [
+    'strategy',
+    ...PERCENTILES.map((p) => `p${p}`),
+    'max',
+    'CoV',
+    'p99/p50',
+    `>${sloMs}ms`,
+    'extra load',
+    'aborted work',
+    'CPU/call',
+    'send lag p99',
+    'valid',
+  ];
+  const lines = rows.map((r) => [
+    r.strategy,
+    ...r.measured.map((v, i) => (r.theory ? `${ms(v)} (${ms(r.theory[i] as number)})` : ms(v))),
+    ms(r.maxMs),
+    r.cv.toFixed(2),
+    r.tailAmplification.toFixed(2),
+    pct(r.slowRate),
+    r.theoryExtraLoad === undefined
+      ? pct(r.extraLoad)
+      : `${pct(r.extraLoad)} (${pct(r.theoryExtraLoad)})`,
+    `${Math.round(r.abortedWorkMs)} ms`,
+    `${r.cpuUsPerCall.toFixed(0)} µs`,
+    `${r.sendLagP99Ms.toFixed(2)} ms`,
+    r.invalid ? 'no' : 'yes',
+  ]);
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...lines.map((l) => (l[i] as string).length)),
+  );
+  const fmt = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join('  ');
+  return [
+    fmt(header),
+    fmt(widths.map((w) => '-'.repeat(w))),
+    ...lines.map(fmt),
+    '',
+    "latencies in ms from each call's intended send time (open loop); (theory): DESIGN.md's closed forms",
+    'for the profile. CPU/call: client CPU net of the load generator (a no-op calibration run).',
+    'valid: send lag p99 <= 1 ms. A run marked "no" fell behind its schedule; its latencies still',
+    'count from the intended send times, so they include that lag (no coordinated omission).',
+  ].join('\n');
+}
