@@ -30,6 +30,11 @@ export interface Scenario {
   strategies: readonly StrategyName[];
   /** Called with (strategy, fraction done). */
   progress?: ((strategy: string, fraction: number) => void) | undefined;
+  /**
+   * A fresh fleet for each strategy: for load-dependent replicas, whose queues would otherwise
+   * hand the next strategy the backlog of the previous one.
+   */
+  fleetPerStrategy?: boolean;
   /** Called each second with the tailcut strategy's stats (delay over time). */
   onSecond?: (strategy: Strategy, second: number) => void;
 }
@@ -78,6 +83,13 @@ function theoryOf(name: StrategyName, s: Scenario): Theory | undefined {
  * counters reset between them), and returns a row per strategy.
  */
 export async function runScenario(s: Scenario): Promise<Row[]> {
+  if (s.fleetPerStrategy) {
+    const rows: Row[] = [];
+    for (const name of s.strategies) {
+      rows.push(...(await runScenario({ ...s, strategies: [name], fleetPerStrategy: false })));
+    }
+    return rows;
+  }
   const fleet: Fleet = await startFleet(s.replicas, s.profile, s.seed ?? 1);
   const rows: Row[] = [];
   try {

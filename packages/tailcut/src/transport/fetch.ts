@@ -6,6 +6,7 @@ import { Hedger, type HedgeStats } from '../engine/hedger.js';
 import { TailcutError } from '../errors.js';
 import { createInterceptor } from './interceptor.js';
 import { toUndiciCall } from './request.js';
+import { linkSignal } from './signal.js';
 
 /** A fetch function with hedging, plus its stats and a way to release its resources. */
 export interface HedgedFetch {
@@ -58,7 +59,17 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     const call = await toUndiciCall(input, init as undici.RequestInit | undefined);
     const own = call.init.dispatcher;
     call.init.dispatcher = own === undefined ? dispatcher : withHedging(own);
-    return undici.fetch(call.input, call.init);
+    const caller = call.init.signal;
+    if (caller === undefined || caller === null) return undici.fetch(call.input, call.init);
+    if (caller.aborted) throw caller.reason;
+    const link = linkSignal(caller);
+    call.init.signal = link.signal;
+    try {
+      return link.finish(await undici.fetch(call.input, call.init));
+    } catch (err) {
+      link.release();
+      throw err;
+    }
   };
 
   // undici's Response is the WHATWG Response the global types describe.
