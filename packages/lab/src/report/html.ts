@@ -1,3 +1,4 @@
+import { quantile } from '../theory.js';
 import { PERCENTILES, type Row } from './summary.js';
 
 const COLORS = ['#d62728', '#ff7f0e', '#9467bd', '#2ca02c', '#1f77b4', '#8c564b'];
@@ -53,17 +54,7 @@ export function percentilePlot(rows: Row[], title: string): string {
     );
     const s = r.theorySurvival;
     if (s) {
-      const theory = qs.map((q) => {
-        let lo = 0;
-        let hi = 1;
-        while (s(hi) > 1 - q) hi *= 2;
-        for (let k = 0; k < 60; k++) {
-          const mid = (lo + hi) / 2;
-          if (s(mid) > 1 - q) lo = mid;
-          else hi = mid;
-        }
-        return [xOf(q), yOf(hi)];
-      });
+      const theory = qs.map((q) => [xOf(q), yOf(quantile(s, q))]);
       out.push(
         `<path d="${theory.map(([x, y], j) => `${j ? 'L' : 'M'}${x?.toFixed(1)},${y?.toFixed(1)}`).join('')}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
       );
