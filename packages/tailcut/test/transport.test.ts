@@ -345,3 +345,22 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
     expect(f.stats().routes.r?.hedgesWon).toBe(1);
   });
 });
+
+describe.each(adapters)('$name: replica health', (current) => {
+  beforeAll(() => {
+    adapter = current;
+  });
+
+  it('a 503 with Retry-After takes that replica out of rotation, and withdraws from the budget', async () => {
+    const a = await replica('a', (n) =>
+      n === 0 ? { status: 503, headers: { 'retry-after': '2' } } : {},
+    );
+    const b = await replica('b');
+    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    for (let i = 0; i < 6; i++) await (await f(`${a.origin}/v1/x`)).text();
+    // The first call went to a (503), then to b at once; every later primary avoided a.
+    expect(a.seen).toHaveLength(1);
+    expect(b.seen).toHaveLength(6);
+    expect(f.stats().budget.penalties).toBe(1);
+  });
+});

@@ -30,6 +30,8 @@ export interface BudgetStats {
   deniedBudget: number;
   /** Hedges refused by the concurrency cap since creation. */
   deniedConcurrency: number;
+  /** Overload signals (429, 503, connection refused) withdrawn from the balance since creation. */
+  penalties: number;
 }
 
 const UNIT = 1_000_000;
@@ -56,6 +58,7 @@ export class HedgeBudget {
   private granted = 0;
   private deniedBudget = 0;
   private deniedConcurrency = 0;
+  private penalties = 0;
 
   constructor(options: BudgetOptions = {}) {
     const o = validateBudgetOptions(options, 'budget');
@@ -92,6 +95,16 @@ export class HedgeBudget {
     return 'granted';
   }
 
+  /**
+   * Withdraws one token for a failure that says the fleet is overloaded (429, 503, connection
+   * refused), as gRPC's retry throttling does: hedging backs off while the fleet says it is
+   * overloaded, and recovers as the withdrawals expire. The balance may go below zero.
+   */
+  penalize(): void {
+    this.add(-UNIT);
+    this.penalties++;
+  }
+
   /** Marks a granted hedge as ended (won, lost, failed or cancelled). */
   release(): void {
     if (this.inFlight > 0) this.inFlight--;
@@ -106,6 +119,7 @@ export class HedgeBudget {
       granted: this.granted,
       deniedBudget: this.deniedBudget,
       deniedConcurrency: this.deniedConcurrency,
+      penalties: this.penalties,
     };
   }
 

@@ -15,6 +15,8 @@ export interface AttemptContext {
   readonly origin: string | undefined;
   /** Clock reading when the attempt started, ms. */
   readonly startedAt: number;
+  /** Index of the replica in the route's list, or -1 for the request's own origin. */
+  readonly replica: number;
   /** Aborted when the attempt is cancelled (lost, or the caller aborted). Created on first use. */
   readonly signal: AbortSignal;
   /** Registers the transport's own way to cancel the attempt (cheaper than a signal). */
@@ -203,7 +205,7 @@ class Race<T> implements RaceHandle {
     }
     const verdict = spec.judge(value, attempt);
     this.learn(attempt, verdict === 'accept');
-    this.endAttempt(attempt);
+    this.endAttempt(attempt, spec.clock.now() - attempt.startedAt);
     spec.onAttemptEnd?.(attempt, verdict === 'accept' ? 'won' : 'failed', value, undefined);
     if (verdict === 'accept') {
       this.finish({ value, attempt });
@@ -242,10 +244,10 @@ class Race<T> implements RaceHandle {
     this.timer = undefined;
   }
 
-  private endAttempt(attempt: Attempt<T>): void {
+  private endAttempt(attempt: Attempt<T>, elapsedMs?: number): void {
     const live = this.live;
     live.splice(live.indexOf(attempt), 1);
-    this.spec.route.picker.end(attempt.replica);
+    this.spec.route.picker.end(attempt.replica, elapsedMs);
     if (attempt.kind === 'hedge') this.spec.budget.release();
   }
 
@@ -321,7 +323,8 @@ class Race<T> implements RaceHandle {
     spec.signal?.removeEventListener('abort', this.onAbort);
     for (const attempt of [...this.live]) {
       this.learn(attempt, false);
-      this.endAttempt(attempt);
+      // A loser's elapsed time is a lower bound of its latency: it still ranks it as slow.
+      this.endAttempt(attempt, win ? spec.clock.now() - attempt.startedAt : undefined);
       spec.onAttemptEnd?.(attempt, win ? 'lost' : 'cancelled', undefined, undefined);
       attempt.cancel(aborted ? aborted.reason : loserAbortError());
     }

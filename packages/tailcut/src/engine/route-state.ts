@@ -48,7 +48,7 @@ export class RouteState {
   constructor(settings: RouteSettings, clock: Clock) {
     this.settings = settings;
     this.estimator = new DelayEstimator(settings.delay, clock);
-    this.picker = new ReplicaPicker(settings.replicas);
+    this.picker = new ReplicaPicker(settings.replicas, clock);
     this.tail = new TailWindow(settings.delay.windowMs, clock, settings.sloMs);
   }
 

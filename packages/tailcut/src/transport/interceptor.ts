@@ -21,6 +21,7 @@ import {
 } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { loserAbortError } from '../errors.js';
+import { retryAfterMs } from '../replicas/picker.js';
 import { type CallTrace, Telemetry } from '../telemetry/telemetry.js';
 import type { BufferLimits } from './body.js';
 import { ByteQuota } from './byte-quota.js';
@@ -122,6 +123,11 @@ class AttemptHandler implements Handler {
     private readonly route: RouteState,
     private readonly ctx: AttemptContext,
   ) {}
+
+  /** The answer's Retry-After header, if any. */
+  get retryAfter(): string | string[] | undefined {
+    return this.headers['retry-after'];
+  }
 
   onRequestStart(controller: Controller): void {
     this.controller = controller;
@@ -280,6 +286,17 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     error: unknown,
   ): void {
     this.trace.endAttempt(ctx, outcome, { status: result?.status, error });
+    if (outcome !== 'failed') return;
+    // The fleet says it is overloaded: hedging backs off, and a replica that says when to come
+    // back is left out of rotation until then.
+    const status = result?.status;
+    if (status === 429 || status === 503) {
+      this.budget.penalize();
+      const hold = retryAfterMs(result?.retryAfter);
+      if (hold !== undefined) this.route.picker.holdBack(ctx.replica, hold);
+    } else if (isConnectionRefused(error)) {
+      this.budget.penalize();
+    }
   }
 
   onHedge(outcome: HedgeOutcome): void {
@@ -373,6 +390,15 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     }
     return this.headersElsewhere;
   }
+}
+
+/** True for a connection refused (undici wraps the socket error as `cause`). */
+function isConnectionRefused(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 4; i++) {
+    if (e.code === 'ECONNREFUSED') return true;
+    e = e.cause as typeof e;
+  }
+  return false;
 }
 
 /** Builds the interceptor over a client's engine state (shared with createHedgedFetch). */

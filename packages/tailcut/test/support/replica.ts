@@ -11,6 +11,8 @@ export interface Behaviour {
   body?: string;
   /** Destroy the socket instead of answering. */
   reset?: boolean;
+  /** Extra response headers. */
+  headers?: Record<string, string>;
 }
 
 /** One request as the replica saw it. */
@@ -77,7 +79,11 @@ export async function startReplica(
           return;
         }
         record.answered = true;
-        res.writeHead(b.status ?? 200, { 'content-type': 'text/plain', 'x-replica': name });
+        res.writeHead(b.status ?? 200, {
+          'content-type': 'text/plain',
+          'x-replica': name,
+          ...b.headers,
+        });
         res.end(b.body ?? `ok from ${name}`);
       };
       const delay = b.delayMs ?? 0;

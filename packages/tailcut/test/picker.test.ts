@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { createBudget, VirtualClock } from '../src/index.js';
+import { ReplicaPicker, retryAfterMs } from '../src/replicas/picker.js';
+
+const origins = ['http://a:1', 'http://b:1', 'http://c:1'];
+
+describe('replica picker', () => {
+  it('round-robins the primary and keeps a replica held back by Retry-After out until then', async () => {
+    const clock = new VirtualClock();
+    const picker = new ReplicaPicker(origins, clock);
+    expect([picker.primary(), picker.primary(), picker.primary()]).toEqual([0, 1, 2]);
+    picker.holdBack(1, 1000);
+    expect([picker.primary(), picker.primary(), picker.primary(), picker.primary()]).toEqual([
+      0, 2, 0, 2,
+    ]);
+    expect(picker.hedge([0])).toBe(2);
+    await clock.advance(1000);
+    expect(picker.isHeld(1)).toBe(false);
+    expect([picker.primary(), picker.primary(), picker.primary()]).toContain(1);
+  });
+
+  it('never leaves no replica: with every one held back, the one free soonest', () => {
+    const picker = new ReplicaPicker(origins, new VirtualClock());
+    picker.holdBack(0, 3000);
+    picker.holdBack(1, 1000);
+    picker.holdBack(2, 2000);
+    expect(picker.primary()).toBe(1);
+    expect(picker.hedge([1])).toBe(2);
+  });
+
+  it('sends hedges to the untried replica with the lowest recent latency; an outlier is last', () => {
+    const picker = new ReplicaPicker(origins, new VirtualClock());
+    for (let i = 0; i < 5; i++) {
+      picker.begin(1);
+      picker.end(1, 500);
+      picker.begin(2);
+      picker.end(2, 10);
+    }
+    expect(picker.hedge([0])).toBe(2);
+    picker.begin(2);
+    picker.begin(2);
+    picker.begin(2);
+    // Three attempts in flight on c weigh less than b's 50x latency.
+    expect(picker.hedge([0])).toBe(2);
+    expect(picker.hedge([0, 2])).toBe(1);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    expect(retryAfterMs('2')).toBe(2000);
+    expect(retryAfterMs(new Date(Date.now() + 5000).toUTCString())).toBeGreaterThan(3000);
+    expect(retryAfterMs('soon')).toBeUndefined();
+    expect(retryAfterMs(undefined)).toBeUndefined();
+  });
+});
+
+describe('overload-aware budget', () => {
+  it('overload signals withdraw tokens, so hedging backs off, and the withdrawals expire', async () => {
+    const clock = new VirtualClock();
+    const budget = createBudget({ ratio: 0.1, minPerSecond: 0, ttlMs: 10_000, clock });
+    for (let i = 0; i < 100; i++) budget.deposit();
+    expect(budget.stats().tokens).toBe(10);
+    for (let i = 0; i < 12; i++) budget.penalize();
+    expect(budget.acquire()).toBe('denied_budget');
+    expect(budget.stats().penalties).toBe(12);
+    await clock.advance(10_000);
+    for (let i = 0; i < 100; i++) budget.deposit();
+    expect(budget.acquire()).toBe('granted');
+  });
+});
