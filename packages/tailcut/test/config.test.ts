@@ -130,6 +130,24 @@ const bad: [string, unknown, string, string][] = [
   ],
   ['replica number', { routes: [{ ...base, replicas: [8000] }] }, 'routes[0].replicas[0]', '8000'],
   [
+    'replica headers not strings',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-api-key': 1 } }] }] },
+    'routes[0].replicas[0].headers.x-api-key',
+    '1',
+  ],
+  [
+    'replica header with CRLF',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-k': 'a\r\nb' } }] }] },
+    'routes[0].replicas[0].headers.x-k',
+    '"a\\r\\nb"',
+  ],
+  [
+    'replica object without origin',
+    { routes: [{ ...base, replicas: [{ headers: {} }] }] },
+    'routes[0].replicas[0].origin',
+    'undefined',
+  ],
+  [
     'bad method',
     { routes: [{ ...base, match: { method: 'GE T' } }] },
     'routes[0].match.method',

@@ -364,3 +364,33 @@ describe.each(adapters)('$name: replica health', (current) => {
     expect(f.stats().budget.penalties).toBe(1);
   });
 });
+
+describe.each(adapters)('$name: credentials per replica', (current) => {
+  beforeAll(() => {
+    adapter = current;
+  });
+
+  it('each attempt carries only its own replica’s credentials, never another’s or the caller’s', async () => {
+    const a = await replica('a', (n) => (n === 0 ? { delayMs: 300 } : {}));
+    const b = await replica('b');
+    const f = client({
+      routes: [
+        fixedDelay({
+          replicas: [
+            { origin: a.origin, headers: { 'x-api-key': 'key-for-a' } },
+            { origin: b.origin, headers: { authorization: 'Bearer for-b' } },
+          ],
+        }),
+      ],
+    });
+    await (
+      await f(`${a.origin}/v1/x`, { headers: { 'x-api-key': 'callers-key', 'x-trace': 't1' } })
+    ).text();
+    expect(a.seen[0]?.headers['x-api-key']).toBe('key-for-a');
+    expect(a.seen[0]?.headers.authorization).toBeUndefined();
+    expect(b.seen[0]?.headers.authorization).toBe('Bearer for-b');
+    expect(b.seen[0]?.headers['x-api-key']).toBeUndefined();
+    expect(b.seen[0]?.headers['x-trace']).toBe('t1');
+    expect(b.seen[0]?.headers.host).toBe(new URL(b.origin).host);
+  });
+});

@@ -30,6 +30,17 @@ export interface RouteMatch {
   path?: string | RegExp;
 }
 
+/** A replica with headers of its own (for example an API key per region). */
+export interface ReplicaOptions {
+  origin: string | URL;
+  /**
+   * Headers only this replica's attempts carry. Names set on any replica of the route are
+   * removed from the caller's headers for every attempt, so one replica's credential never
+   * reaches another.
+   */
+  headers?: Record<string, string>;
+}
+
 /** One route: which requests, where they may go, and how they are hedged. */
 export interface RouteOptions {
   /** Name used in stats, metrics and traces. Unique within a client. */
@@ -40,7 +51,7 @@ export interface RouteOptions {
    * Origins (http/https, no path, no credentials) the route's attempts go to. The request URL's
    * origin is rewritten per attempt; path and query stay. Default: the request's own origin.
    */
-  replicas?: readonly (string | URL)[];
+  replicas?: readonly (string | URL | ReplicaOptions)[];
   /** Allows hedging methods other than GET/HEAD/OPTIONS; attempts share one Idempotency-Key. */
   idempotent?: boolean;
   /** Hedge settings, or `false` to send each call once (still routed and counted). */

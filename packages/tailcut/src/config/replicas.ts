@@ -1,4 +1,4 @@
-import { invalid } from './checks.js';
+import { invalid, isObject } from './checks.js';
 
 /** Hosts that serve cloud instance metadata (credentials): never a replica. */
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', '[fd00:ec2::254]']);
@@ -8,18 +8,52 @@ function isLinkLocal(hostname: string): boolean {
   return /^\[fe[89ab][0-9a-f]:/i.test(hostname);
 }
 
+/** A validated replica: its origin, and the headers only its attempts carry. */
+export interface ReplicaSettings {
+  origin: string;
+  /** Lower-case names; undefined when the replica has none of its own. */
+  headers: Record<string, string> | undefined;
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function validateHeaders(option: string, value: unknown): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) invalid(option, value, 'an object of header names to string values');
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (!TOKEN.test(name)) invalid(`${option}.${name}`, name, 'a header name');
+    if (typeof v !== 'string' || /[\r\n]/.test(v))
+      invalid(`${option}.${name}`, v, 'a string without CR or LF');
+    if (name.toLowerCase() === 'host') invalid(`${option}.${name}`, v, 'not Host (set per origin)');
+    out[name.toLowerCase()] = v;
+  }
+  return out;
+}
+
 /**
- * Validates a replica list and returns normalised origins (`http://host:port`).
- * Replicas are an allowlist: http/https only, no credentials, no path, query or fragment,
- * no link-local or cloud-metadata address, no duplicates.
+ * Validates a replica list: origins as strings or URLs, or `{ origin, headers }` for a replica
+ * with credentials of its own. Replicas are an allowlist: http/https only, no userinfo, no path,
+ * query or fragment, no link-local or cloud-metadata address, no duplicates.
  */
-export function validateReplicas(option: string, value: unknown): string[] {
+export function validateReplicas(option: string, value: unknown): ReplicaSettings[] {
   if (!Array.isArray(value) || value.length === 0) {
     invalid(option, value, 'a non-empty array of http(s) origins');
   }
   const seen = new Set<string>();
-  return value.map((entry: unknown, i: number) => {
-    const at = `${option}[${i}]`;
+  return value.map((item: unknown, i: number) => {
+    let at = `${option}[${i}]`;
+    let entry = item;
+    let headers: Record<string, string> | undefined;
+    if (isObject(item) && !(item instanceof URL)) {
+      for (const key of Object.keys(item)) {
+        if (key !== 'origin' && key !== 'headers')
+          invalid(`${at}.${key}`, item[key], 'one of origin, headers');
+      }
+      headers = validateHeaders(`${at}.headers`, item.headers);
+      entry = item.origin;
+      at = `${at}.origin`;
+    }
     if (typeof entry !== 'string' && !(entry instanceof URL)) {
       invalid(at, entry, 'an http(s) origin string or URL');
     }
@@ -43,6 +77,6 @@ export function validateReplicas(option: string, value: unknown): string[] {
     }
     if (seen.has(url.origin)) invalid(at, entry, 'unique (this origin is listed twice)');
     seen.add(url.origin);
-    return url.origin;
+    return { origin: url.origin, headers };
   });
 }

@@ -28,6 +28,10 @@ export interface RouteSettings {
   matches: RouteMatcher;
   /** Normalised origins, or empty for "the request's own origin". */
   replicas: string[];
+  /** Per replica (same index): headers only its attempts carry, if any. */
+  replicaHeaders: (Record<string, string> | undefined)[];
+  /** Every header name some replica sets: removed from the caller's headers for all attempts. */
+  replicaHeaderNames: string[];
   idempotent: boolean;
   /** 1 when the route's hedging is off. */
   maxAttempts: number;
@@ -138,10 +142,14 @@ function validateRoute(option: string, input: unknown): RouteSettings {
     `${option}.hedge`,
     r.hedge === false ? undefined : r.hedge,
   );
+  const replicas =
+    r.replicas === undefined ? [] : validateReplicas(`${option}.replicas`, r.replicas);
   return {
     name: r.name,
     matches: compileMatch(`${option}.match`, r.match),
-    replicas: r.replicas === undefined ? [] : validateReplicas(`${option}.replicas`, r.replicas),
+    replicas: replicas.map((x) => x.origin),
+    replicaHeaders: replicas.map((x) => x.headers),
+    replicaHeaderNames: [...new Set(replicas.flatMap((x) => Object.keys(x.headers ?? {})))],
     idempotent: checkBoolean(`${option}.idempotent`, r.idempotent, false),
     maxAttempts: r.hedge === false ? 1 : maxAttempts,
     delay,

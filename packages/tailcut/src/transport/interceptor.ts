@@ -308,7 +308,7 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     ctx.onCancel(attempt);
     const opts = this.opts;
     const target = ctx.origin ?? this.origin;
-    const headers = this.headersFor(target);
+    const headers = this.headersFor(target, ctx.replica);
     const body = (this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
     const traced = this.attemptContext;
     this.attemptContext = undefined;
@@ -380,8 +380,14 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     return this.headers;
   }
 
-  /** The headers an attempt to `target` sends: the caller's own where nothing changes. */
-  private headersFor(target: string): NonNullable<Dispatcher.DispatchOptions['headers']> | null {
+  /** The headers an attempt to `target` (replica `replica`) sends: the caller's own where nothing changes. */
+  private headersFor(
+    target: string,
+    replica: number,
+  ): NonNullable<Dispatcher.DispatchOptions['headers']> | null {
+    if (this.route.settings.replicaHeaderNames.length > 0) {
+      return this.withReplicaHeaders(target, replica);
+    }
     if (target === this.origin) return this.headers ?? this.opts.headers ?? null;
     if (this.headersElsewhere === undefined) {
       // Another origin gets its own Host header: undici sets it when none is given.
@@ -389,6 +395,20 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
       this.headersElsewhere = rest;
     }
     return this.headersElsewhere;
+  }
+
+  /**
+   * Headers for a route whose replicas carry credentials of their own: every name any replica
+   * sets is removed from the caller's headers, then this replica's own are added, so no attempt
+   * carries another replica's credential.
+   */
+  private withReplicaHeaders(target: string, replica: number): HeaderRecord {
+    const { replicaHeaders, replicaHeaderNames } = this.route.settings;
+    const out: HeaderRecord = { ...this.readHeaders() };
+    if (target !== this.origin) delete out.host;
+    for (const name of replicaHeaderNames) delete out[name];
+    Object.assign(out, replica >= 0 ? replicaHeaders[replica] : undefined);
+    return out;
   }
 }
 
