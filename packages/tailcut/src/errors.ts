@@ -5,7 +5,9 @@ export type TailcutErrorCode =
   /** A request cannot be sent as given (for example a locked or already-read body stream). */
   | 'TAILCUT_INVALID_REQUEST'
   /** The client was closed with `close()` before this call. */
-  | 'TAILCUT_CLOSED';
+  | 'TAILCUT_CLOSED'
+  /** A response body stalled between chunks longer than its route's `chunkTimeoutMs`. */
+  | 'TAILCUT_CHUNK_TIMEOUT';
 
 /**
  * The error type of tailcut. `code` is stable and meant for programs; `message` names the

@@ -132,6 +132,41 @@ describe('telemetry with the OpenTelemetry SDK', () => {
     expect((await points(reader, 'tailcut.request.slow_rate')).length).toBe(1);
   });
 
+  it('streaming answers: time to first byte, gaps between chunks, chunks per call', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let n = 0;
+      const tick = () => {
+        res.write(`data: ${n}\n\n`);
+        if (++n < 5) setTimeout(tick, 10);
+        else res.end();
+      };
+      setTimeout(tick, 20);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    open.push({
+      close: () =>
+        new Promise((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+    });
+    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const { reader, meterProvider } = sdk();
+    const f = client({ routes: [{ name: 'gen', commitOn: 'first-byte' }], meterProvider });
+    for (let i = 0; i < 2; i++) await (await f(`${origin}/v1/chat`)).text();
+    const ttfb = await points(reader, 'tailcut.stream.time_to_first_byte');
+    expect(sum(ttfb, histogramCount)).toBe(2);
+    expect((ttfb[0]?.value as Histogram | undefined)?.min ?? 0).toBeGreaterThan(0.015);
+    const chunks = await points(reader, 'tailcut.stream.chunks');
+    expect(sum(chunks, histogramCount)).toBe(2);
+    const perCall = ((chunks[0]?.value as Histogram | undefined)?.sum ?? 0) / 2;
+    const gaps = await points(reader, 'tailcut.stream.chunk_gap');
+    expect(sum(gaps, histogramCount)).toBe(2 * (perCall - 1));
+    expect(f.stats().routes.gen?.calls).toBe(2);
+  });
+
   it('counts calls slower than the route sloMs', async () => {
     const slow = await startReplica('slow', () => ({ delayMs: 60 }));
     open.push(slow);

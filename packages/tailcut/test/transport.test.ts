@@ -394,3 +394,49 @@ describe.each(adapters)('$name: credentials per replica', (current) => {
     expect(b.seen[0]?.headers.host).toBe(new URL(b.origin).host);
   });
 });
+
+describe.each(adapters)('$name: streaming answers', (current) => {
+  beforeAll(() => {
+    adapter = current;
+  });
+
+  it('a body that stalls between chunks past chunkTimeoutMs fails with TAILCUT_CHUNK_TIMEOUT', async () => {
+    const { createServer } = await import('node:http');
+    let closed = false;
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: first\n\n');
+      const t = setTimeout(() => res.end('data: late\n\n'), 2000);
+      res.on('close', () => {
+        clearTimeout(t);
+        closed = true;
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    open.push({
+      close: () =>
+        new Promise((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+    });
+    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const f = client({
+      routes: [{ name: 's', chunkTimeoutMs: 100, hedge: { initialDelayMs: 5000 } }],
+    });
+    const started = performance.now();
+    const res = await f(`${origin}/v1/stream`);
+    const err = await res.text().catch((e: unknown) => e);
+    expect(performance.now() - started).toBeLessThan(1000);
+    const cause = (err as { cause?: unknown }).cause ?? err;
+    expect(String((cause as Error).message ?? cause)).toMatch(/chunkTimeoutMs 100/);
+    await until(() => closed);
+  });
+
+  it('a body that keeps flowing is not cut by chunkTimeoutMs', async () => {
+    const a = await replica('a', () => ({ delayMs: 5 }));
+    const f = client({ routes: [{ name: 's', chunkTimeoutMs: 50 }] });
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await (await f(`${a.origin}/v1/x`)).text()).toBe('ok from a');
+  });
+});

@@ -62,6 +62,11 @@ export interface RouteOptions {
   retryOn?: readonly number[];
   /** The route's latency objective, ms: calls slower end to end count as slow (metrics, stats). */
   sloMs?: number;
+  /**
+   * Longest pause allowed between body chunks of the answer (from its headers), ms: past it the
+   * call is aborted with `TAILCUT_CHUNK_TIMEOUT` (a stalled token stream). Default: none.
+   */
+  chunkTimeoutMs?: number;
 }
 
 /** Options of {@link createHedgedFetch}. */

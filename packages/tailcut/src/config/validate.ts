@@ -40,6 +40,8 @@ export interface RouteSettings {
   retryOn: ReadonlySet<number>;
   /** Calls slower than this (end to end, ms) count as slow. */
   sloMs: number | undefined;
+  /** Longest pause between body chunks, ms. */
+  chunkTimeoutMs: number | undefined;
 }
 
 /** Client options after validation. */
@@ -61,6 +63,7 @@ const ROUTE_KEYS = [
   'commitOn',
   'retryOn',
   'sloMs',
+  'chunkTimeoutMs',
 ];
 const HEDGE_KEYS = Object.keys(HEDGE_DEFAULTS);
 const CLIENT_KEYS = [
@@ -155,6 +158,14 @@ function validateRoute(option: string, input: unknown): RouteSettings {
     delay,
     commitOn,
     retryOn: validateRetryOn(`${option}.retryOn`, r.retryOn),
+    chunkTimeoutMs:
+      r.chunkTimeoutMs === undefined
+        ? undefined
+        : checkNumber(`${option}.chunkTimeoutMs`, r.chunkTimeoutMs, 0, {
+            min: 0,
+            max: 3_600_000,
+            minExclusive: true,
+          }),
     sloMs:
       r.sloMs === undefined
         ? undefined

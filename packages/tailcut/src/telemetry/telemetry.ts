@@ -80,6 +80,9 @@ export class Telemetry {
   private readonly attemptDuration: Histogram;
   private readonly hedges: Counter;
   private readonly slow: Counter;
+  private readonly firstByte: Histogram;
+  private readonly chunkGap: Histogram;
+  private readonly chunks: Histogram;
   private readonly attrs = new AttributeCache();
   private readonly servers = new Map<string, { address: string; port: number }>();
 
@@ -103,6 +106,25 @@ export class Telemetry {
     });
     this.slow = meter.createCounter('tailcut.requests.slow', {
       description: "Calls slower, end to end, than their route's sloMs.",
+    });
+    this.firstByte = meter.createHistogram('tailcut.stream.time_to_first_byte', {
+      unit: 's',
+      description:
+        "Time from a call's start to the first body chunk its caller got (time to first token).",
+      advice,
+    });
+    this.chunkGap = meter.createHistogram('tailcut.stream.chunk_gap', {
+      unit: 's',
+      description:
+        'Time between consecutive body chunks of an answer (the per-step tail of generation).',
+      advice,
+    });
+    this.chunks = meter.createHistogram('tailcut.stream.chunks', {
+      unit: '{chunk}',
+      description: 'Body chunks per call.',
+      advice: {
+        explicitBucketBoundaries: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000],
+      },
     });
     const delay = meter.createObservableGauge('tailcut.hedge.delay', {
       unit: 's',
@@ -218,6 +240,24 @@ export class Telemetry {
         this.attrs.get(`s|${name}`, () => ({ [ROUTE]: name })),
       );
     }
+  }
+
+  /** Streaming figures of a call's answer: first byte, gaps between chunks, chunk count. */
+  recordFirstByte(route: RouteState, ms: number): void {
+    this.firstByte.record(ms / 1000, this.routeAttrs(route));
+  }
+
+  recordChunkGap(route: RouteState, ms: number): void {
+    this.chunkGap.record(ms / 1000, this.routeAttrs(route));
+  }
+
+  recordChunks(route: RouteState, count: number): void {
+    this.chunks.record(count, this.routeAttrs(route));
+  }
+
+  private routeAttrs(route: RouteState): Attributes {
+    const name = route.settings.name;
+    return this.attrs.get(`r|${name}`, () => ({ [ROUTE]: name }));
   }
 
   /** `server.address` and `server.port` of an origin, parsed once. */

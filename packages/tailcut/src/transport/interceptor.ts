@@ -28,6 +28,7 @@ import { ByteQuota } from './byte-quota.js';
 import { type HeaderRecord, toHeaderRecord } from './dispatch-headers.js';
 import { OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall, verdict } from './plan.js';
+import { StreamWatch } from './stream-watch.js';
 
 /** Options of the {@link hedge} interceptor: those of createHedgedFetch, less the dispatcher. */
 export type HedgeInterceptorOptions = Omit<HedgedFetchOptions, 'dispatcher'>;
@@ -98,6 +99,12 @@ class CallController implements Controller {
   }
 }
 
+/** What the winner tells its call as the caller gets the body. */
+interface Delivery {
+  chunk(): void;
+  end(error: unknown): void;
+}
+
 /**
  * The handler of one attempt. It reports at the commit point (response start, or first body
  * chunk); the race decides synchronously, so a winner is attached to the caller's handler at
@@ -116,8 +123,8 @@ class AttemptHandler implements Handler {
   private chunks: Buffer[] = [];
   private ending: { trailers: Headers } | { error: Error } | undefined;
   private caller: { handler: Handler; controller: CallController } | undefined;
-  /** Told when the caller has the response's end (undefined) or its error. */
-  private onEnd: ((error: unknown) => void) | undefined;
+  /** Told of each chunk the caller gets, and of the end (undefined) or error it gets. */
+  private delivery: Delivery | undefined;
   constructor(
     private readonly report: AttemptReport<AttemptHandler>,
     private readonly route: RouteState,
@@ -158,6 +165,7 @@ class AttemptHandler implements Handler {
     if (this.state === 'cancelled') return;
     const caller = this.caller;
     if (caller !== undefined && this.chunks.length === 0) {
+      this.delivery?.chunk();
       caller.handler.onResponseData?.(caller.controller, chunk);
       return;
     }
@@ -183,8 +191,8 @@ class AttemptHandler implements Handler {
   }
 
   /** Hands the response, from its start, to the caller's handler. */
-  attach(handler: Handler, controller: CallController, onEnd: (error: unknown) => void): void {
-    this.onEnd = onEnd;
+  attach(handler: Handler, controller: CallController, delivery: Delivery): void {
+    this.delivery = delivery;
     this.state = 'attached';
     this.caller = { handler, controller };
     if (this.controller !== undefined) controller.attach(this.controller);
@@ -222,6 +230,7 @@ class AttemptHandler implements Handler {
     const { handler, controller } = caller;
     while (this.chunks.length > 0) {
       if (controller.paused || controller.aborted) return;
+      this.delivery?.chunk();
       handler.onResponseData?.(controller, this.chunks.shift() as Buffer);
     }
     const end = this.ending;
@@ -229,7 +238,7 @@ class AttemptHandler implements Handler {
       // The caller stays attached: if its onResponseEnd throws (undici's retry handler does,
       // to ask for a retry), undici reports that error here and it is forwarded too.
       this.ending = undefined;
-      this.onEnd?.('trailers' in end ? undefined : end.error);
+      this.delivery?.end('trailers' in end ? undefined : end.error);
       if ('trailers' in end) handler.onResponseEnd?.(controller, end.trailers);
       else handler.onResponseError?.(controller, end.error);
       return;
@@ -253,6 +262,7 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
   private headers: HeaderRecord | undefined;
   private headersElsewhere: HeaderRecord | undefined;
   private readonly trace: CallTrace;
+  private readonly startedAt: number;
   /** The trace context of the attempt about to run, when an SDK records spans. */
   private attemptContext: Context | undefined;
 
@@ -265,8 +275,9 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     private readonly controller: CallController,
     private readonly origin: string,
     private readonly plan: CallPlan,
-    telemetry: Telemetry,
+    private readonly telemetry: Telemetry,
   ) {
+    this.startedAt = hedger.clock.now();
     this.budget = hedger.budget;
     this.clock = hedger.clock;
     this.maxAttempts = plan.maxAttempts;
@@ -351,11 +362,25 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     }
     const winner = outcome.win.value;
     const ctx = outcome.win.attempt;
+    const watch = new StreamWatch(
+      this.route,
+      this.clock,
+      this.telemetry,
+      this.startedAt,
+      (error) => controller.abort(error),
+      () => controller.paused,
+    );
     try {
-      winner.attach(handler, controller, (error) =>
-        this.trace.end(ctx, { status: winner.status, error }),
-      );
+      watch.start();
+      winner.attach(handler, controller, {
+        chunk: () => watch.chunk(),
+        end: (error) => {
+          watch.end();
+          this.trace.end(ctx, { status: winner.status, error });
+        },
+      });
     } catch (err) {
+      watch.end();
       this.trace.end(ctx, { status: winner.status, error: err });
       // The caller's handler threw (as undici's dump or retry handlers do): stop the response
       // and report the error to it, as undici's own dispatchers would.
