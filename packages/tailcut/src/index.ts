@@ -8,6 +8,7 @@ export { type Clock, realClock, type TimerHandle, VirtualClock } from './clock.j
 export type {
   HedgedFetchOptions,
   HedgeOptions,
+  KeyRequest,
   ReplicaOptions,
   RouteMatch,
   RouteOptions,

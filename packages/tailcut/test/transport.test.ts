@@ -440,3 +440,59 @@ describe.each(adapters)('$name: streaming answers', (current) => {
     expect(await (await f(`${a.origin}/v1/x`)).text()).toBe('ok from a');
   });
 });
+
+describe.each(adapters)('$name: conditioning key', (current) => {
+  beforeAll(() => {
+    adapter = current;
+  });
+
+  it('each model learns its own delay: a slow model is not hedged at the fast one’s p80', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        const slow = body.includes('"large"');
+        const t = setTimeout(() => res.end('ok'), slow ? 60 : 2);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    open.push({
+      close: () =>
+        new Promise((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+    });
+    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const f = client({
+      routes: [
+        {
+          name: 'chat',
+          idempotent: true,
+          hedge: { minSamples: 10, initialDelayMs: 1000, percentile: 80 },
+          key: (req) => (JSON.parse(req.text() ?? '{}') as { model?: string }).model,
+        },
+      ],
+      budget: { ratio: 1 },
+    });
+    const call = (model: string) =>
+      f(`${origin}/v1/chat`, { method: 'POST', body: JSON.stringify({ model }) }).then((r) =>
+        r.text(),
+      );
+    // Nine small calls for one large: a shared p80 would be the small model's.
+    for (let i = 0; i < 12; i++) {
+      await Promise.all([call('large'), ...Array.from({ length: 9 }, () => call('small'))]);
+    }
+    const before = f.stats().routes.chat?.hedgesSent ?? 0;
+    for (let i = 0; i < 10; i++) await call('large');
+    // The large model's own delay (about 60 ms) is rarely passed by its calls (timer jitter on a
+    // busy machine can). Had it shared the route's p80 with the small model (a few ms), all ten
+    // would have hedged (checked: with a key function that returns undefined, this test fails).
+    expect((f.stats().routes.chat?.hedgesSent ?? 0) - before).toBeLessThan(6);
+    expect(f.stats().routes.chat?.keys).toBe(2);
+  });
+});

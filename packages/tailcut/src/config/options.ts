@@ -30,6 +30,16 @@ export interface RouteMatch {
   path?: string | RegExp;
 }
 
+/** What a route's `key` function sees of a request; reading it never consumes the body. */
+export interface KeyRequest {
+  method: string;
+  /** Path and query, as sent. */
+  path: string;
+  headers: Readonly<Record<string, string | string[]>>;
+  /** The body as text when it is in memory (string, bytes, buffered stream), else undefined. */
+  text(): string | undefined;
+}
+
 /** A replica with headers of its own (for example an API key per region). */
 export interface ReplicaOptions {
   origin: string | URL;
@@ -62,6 +72,13 @@ export interface RouteOptions {
   retryOn?: readonly number[];
   /** The route's latency objective, ms: calls slower end to end count as slow (metrics, stats). */
   sloMs?: number;
+  /**
+   * A conditioning key per request (for example the model name from the JSON body): each key
+   * learns its own delay. Return undefined for the route's own. Errors count as undefined.
+   */
+  key?: (request: KeyRequest) => string | undefined;
+  /** Most keys with an estimator of their own (least recently used dropped). Default 100. */
+  maxKeys?: number;
   /**
    * Longest pause allowed between body chunks of the answer (from its headers), ms: past it the
    * call is aborted with `TAILCUT_CHUNK_TIMEOUT` (a stalled token stream). Default: none.

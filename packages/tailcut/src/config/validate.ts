@@ -3,6 +3,7 @@ import { type BudgetOptions, HedgeBudget } from '../budget/budget.js';
 import type { DelaySettings } from '../delay/estimator.js';
 import { compileMatch, type RouteMatcher } from '../routes/matcher.js';
 import { checkBoolean, checkNumber, checkObject, invalid, isObject } from './checks.js';
+import type { KeyRequest } from './options.js';
 import { validateReplicas } from './replicas.js';
 
 /** Hard cap on attempts per call, whatever the configuration. */
@@ -42,6 +43,8 @@ export interface RouteSettings {
   sloMs: number | undefined;
   /** Longest pause between body chunks, ms. */
   chunkTimeoutMs: number | undefined;
+  key: ((request: KeyRequest) => string | undefined) | undefined;
+  maxKeys: number;
 }
 
 /** Client options after validation. */
@@ -64,6 +67,8 @@ const ROUTE_KEYS = [
   'retryOn',
   'sloMs',
   'chunkTimeoutMs',
+  'key',
+  'maxKeys',
 ];
 const HEDGE_KEYS = Object.keys(HEDGE_DEFAULTS);
 const CLIENT_KEYS = [
@@ -158,6 +163,12 @@ function validateRoute(option: string, input: unknown): RouteSettings {
     delay,
     commitOn,
     retryOn: validateRetryOn(`${option}.retryOn`, r.retryOn),
+    key: validateKey(`${option}.key`, r.key),
+    maxKeys: checkNumber(`${option}.maxKeys`, r.maxKeys, 100, {
+      min: 1,
+      max: 100_000,
+      integer: true,
+    }),
     chunkTimeoutMs:
       r.chunkTimeoutMs === undefined
         ? undefined
@@ -175,6 +186,13 @@ function validateRoute(option: string, input: unknown): RouteSettings {
             minExclusive: true,
           }),
   };
+}
+
+function validateKey(option: string, value: unknown): RouteSettings['key'] {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function')
+    invalid(option, value, 'a function (request) => string | undefined');
+  return value as RouteSettings['key'];
 }
 
 function checkProvider(option: string, value: unknown, method: string): void {

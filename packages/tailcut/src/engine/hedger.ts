@@ -13,6 +13,8 @@ export interface RouteStats extends RouteCounters {
   samples: number;
   /** The route's recent calls, end to end: percentiles, max, CV, p99/p50, slow rate (ms). */
   latency: TailStats;
+  /** Conditioning keys with a delay estimator of their own (routes with a `key`). */
+  keys: number;
 }
 
 /** What `stats()` returns: per route, and the budget shared by all routes. */
@@ -54,6 +56,7 @@ export class Hedger {
         delayMs: route.estimator.delayMs(),
         samples: route.estimator.samples(),
         latency: route.tail.stats(),
+        keys: route.keys,
       };
     }
     return { routes, budget: this.budget.stats() };

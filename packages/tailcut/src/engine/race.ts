@@ -1,5 +1,6 @@
 import type { HedgeBudget } from '../budget/budget.js';
 import type { Clock, TimerHandle } from '../clock.js';
+import type { DelayEstimator } from '../delay/estimator.js';
 import { loserAbortError } from '../errors.js';
 import type { RouteState } from './route-state.js';
 
@@ -52,6 +53,8 @@ export interface RaceSpec<T> extends RaceObserver<T> {
   signal?: AbortSignal | undefined;
   /** Attempts allowed for this call (1 when the request may not be sent twice). */
   maxAttempts: number;
+  /** The delay estimator of the call's key, when the route conditions on one (else the route's). */
+  estimator?: DelayEstimator | undefined;
   /** Starts one attempt, which reports through `report`. */
   run(ctx: AttemptContext, report: AttemptReport<T>): void;
   /** Judges a result that reached the commit point. */
@@ -236,7 +239,8 @@ class Race<T> implements RaceHandle {
     if (attempt.kind !== 'primary') return;
     const { clock, route } = this.spec;
     const elapsed = clock.now() - attempt.startedAt;
-    if (exact || elapsed >= route.estimator.delayMs()) route.estimator.record(elapsed);
+    const estimator = this.spec.estimator ?? route.estimator;
+    if (exact || elapsed >= estimator.delayMs()) estimator.record(elapsed);
   }
 
   private clearTimer(): void {
@@ -268,7 +272,10 @@ class Race<T> implements RaceHandle {
     route.counters.attempts++;
     this.clearTimer();
     if (tried.length < maxAttempts) {
-      this.timer = clock.setTimeout(this.onTimer, route.estimator.delayMs());
+      this.timer = clock.setTimeout(
+        this.onTimer,
+        (this.spec.estimator ?? route.estimator).delayMs(),
+      );
     }
     this.spec.onAttemptStart?.(attempt);
     try {

@@ -44,12 +44,42 @@ export class RouteState {
   };
   /** Recent end-to-end call durations, for the tail figures. */
   readonly tail: TailWindow;
+  private readonly keyed = new Map<string, DelayEstimator>();
 
-  constructor(settings: RouteSettings, clock: Clock) {
+  constructor(
+    settings: RouteSettings,
+    private readonly clock: Clock,
+  ) {
     this.settings = settings;
     this.estimator = new DelayEstimator(settings.delay, clock);
     this.picker = new ReplicaPicker(settings.replicas, clock);
     this.tail = new TailWindow(settings.delay.windowMs, clock, settings.sloMs);
+  }
+
+  /**
+   * The delay estimator of a conditioning key (for example the model of an LLM call), so a fast
+   * small model does not share a p95 with a slow large one. At most `maxKeys` keys are kept, the
+   * least recently used dropped first; without a key, the route's own estimator.
+   */
+  estimatorFor(key: string | undefined): DelayEstimator {
+    if (key === undefined) return this.estimator;
+    let e = this.keyed.get(key);
+    if (e === undefined) {
+      e = new DelayEstimator(this.settings.delay, this.clock);
+      if (this.keyed.size >= this.settings.maxKeys) {
+        const oldest = this.keyed.keys().next().value;
+        if (oldest !== undefined) this.keyed.delete(oldest);
+      }
+    } else {
+      this.keyed.delete(key);
+    }
+    this.keyed.set(key, e);
+    return e;
+  }
+
+  /** Keys with an estimator of their own now. */
+  get keys(): number {
+    return this.keyed.size;
   }
 
   /** Records a finished call's end-to-end duration; true when it was slower than the SLO. */

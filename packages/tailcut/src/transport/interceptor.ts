@@ -6,7 +6,12 @@ import type { Clock } from '../clock.js';
 import { realClock } from '../clock.js';
 import { invalid } from '../config/checks.js';
 import type { HedgedFetchOptions } from '../config/options.js';
-import { type ClientSettings, validateClientOptions } from '../config/validate.js';
+import {
+  type ClientSettings,
+  type RouteSettings,
+  validateClientOptions,
+} from '../config/validate.js';
+import type { DelayEstimator } from '../delay/estimator.js';
 import { Hedger, type HedgeStats } from '../engine/hedger.js';
 import {
   type AttemptContext,
@@ -263,6 +268,8 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
   private headersElsewhere: HeaderRecord | undefined;
   private readonly trace: CallTrace;
   private readonly startedAt: number;
+  /** The delay estimator of this call's key, when the route has a `key` function. */
+  readonly estimator: DelayEstimator | undefined;
   /** The trace context of the attempt about to run, when an SDK records spans. */
   private attemptContext: Context | undefined;
 
@@ -282,6 +289,8 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     this.clock = hedger.clock;
     this.maxAttempts = plan.maxAttempts;
     this.trace = telemetry.startCall(route, opts.method.toUpperCase());
+    const key = route.settings.key;
+    this.estimator = key === undefined ? undefined : route.estimatorFor(this.keyOf(key));
     // Every attempt carries the same Idempotency-Key: make it once, up front.
     if (plan.needsIdempotencyKey || plan.body.contentType !== undefined) this.readHeaders();
   }
@@ -386,6 +395,29 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
       // and report the error to it, as undici's own dispatchers would.
       winner.cancel(err);
       handler.onResponseError?.(controller, err as Error);
+    }
+  }
+
+  /** The route's conditioning key for this call; a key function that throws counts as none. */
+  private keyOf(key: NonNullable<RouteSettings['key']>): string | undefined {
+    const body = this.plan.body.replayable ? this.plan.body.next() : undefined;
+    try {
+      const k = key({
+        method: this.opts.method,
+        path: this.opts.path,
+        headers: toHeaderRecord(this.opts.headers),
+        text: () =>
+          typeof body === 'string'
+            ? body
+            : body instanceof Uint8Array
+              ? new TextDecoder().decode(body)
+              : body instanceof URLSearchParams
+                ? body.toString()
+                : undefined,
+      });
+      return typeof k === 'string' ? k : undefined;
+    } catch {
+      return undefined;
     }
   }
 
