@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
+import { measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
 import { D2, D3, type Profile } from './fleet/profile.js';
 import { htmlReport } from './report/html.js';
@@ -22,6 +23,8 @@ commands:
              --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
              [--out FILE]  [--quick]
+  inference  time to first token with and without hedging on a streaming fleet with stalls,
+             and the budget when the fleet answers 429 to 30% of calls
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
@@ -141,6 +144,8 @@ if (values.help || command === undefined || command === 'help') {
   const file = resolve(values.out ?? 'BENCHMARKS.md');
   await writeBenchmarks(file, { quick: values.quick ?? false, log: (l) => console.error(l) });
   console.log(`wrote ${file}`);
+} else if (command === 'inference') {
+  console.log(await measureInference((l) => console.error(l)));
 } else if (command === 'overhead') {
   for (const r of await measureOverhead({ log: (l) => console.error(l) }))
     console.log(JSON.stringify(r));

@@ -93,6 +93,11 @@ function replica(index: number) {
         release();
         return;
       }
+      if (profile.mode === 'sse' && !res.headersSent) {
+        // Like inference servers: 200 at once, then the model thinks (time to first token).
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+      }
       const service = drawLatency(profile, random, index, performance.now() - epoch);
       timer = setTimeout(() => answer(service), service);
     };
@@ -107,7 +112,6 @@ function replica(index: number) {
     const stream = (_ttft: number) => {
       if (res.destroyed) return finish();
       noteAnswer(call, performance.now());
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
       let sent = 0;
       const tokens = profile.tokens ?? 20;
       const tick = () => {

@@ -1,0 +1,177 @@
+import { hedge } from 'tailcut';
+import * as undici from 'undici';
+import { startFleet } from '../fleet/fleet.js';
+import type { Profile } from '../fleet/profile.js';
+import { openLoop } from '../load/open-loop.js';
+import type { Strategy } from '../strategies.js';
+
+/** Streaming replicas: 200 at once, time to first token lognormal (median 150 ms), 2% stalls ×8. */
+export const STREAMING: Profile = {
+  medianMs: 150,
+  sigma: 0.3,
+  stallProbability: 0.02,
+  stallFactor: 8,
+  mode: 'sse',
+  tokens: 10,
+  tokenGapMs: 5,
+};
+
+/** A strategy whose call resolves at the answer's first body chunk (time to first token). */
+function firstToken(
+  name: string,
+  dispatcher: undici.Dispatcher,
+  origins: string[],
+  stats?: Strategy['stats'],
+): Strategy {
+  const strategy: Strategy = {
+    name,
+    async call(id) {
+      const res = await undici.request(`${origins[id % origins.length]}/v1/chat/completions`, {
+        dispatcher,
+        method: 'POST',
+        body: '{"stream":true}',
+        headers: { 'x-lab-call': String(id), 'content-type': 'application/json' },
+      });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        throw new Error(`status ${res.statusCode}`);
+      }
+      const it = res.body[Symbol.asyncIterator]();
+      await it.next();
+      // The rest of the stream is read after the first token, off the measured time.
+      void (async () => {
+        for (;;) if ((await it.next()).done) return;
+      })().catch(() => {});
+    },
+    close: () => dispatcher.close(),
+  };
+  if (stats) strategy.stats = stats;
+  return strategy;
+}
+
+function pct(h: { getValueAtPercentile(p: number): number }, p: number): string {
+  return (h.getValueAtPercentile(p) / 1000).toFixed(0);
+}
+
+/**
+ * Two measurements for inference APIs: time to first token with and without hedging on a
+ * streaming fleet with TTFT stalls, and the budget when the fleet answers 429 to 30% of calls.
+ */
+export async function measureInference(log: (line: string) => void = () => {}): Promise<string> {
+  const out: string[] = [];
+  const rate = 100;
+  const seconds = 10;
+  {
+    const fleet = await startFleet(3, STREAMING, 3);
+    out.push(
+      `Streaming fleet: 3 replicas, TTFT lognormal median 150 ms sigma 0.3, 2% stalls x8, 10 tokens 5 ms apart; ${rate} calls/s, ${seconds} s measured.`,
+      '',
+    );
+    out.push(
+      '| strategy | TTFT p50 ms | p99 ms | p99.9 ms | max ms | extra load |',
+      '|---|---|---|---|---|---|',
+    );
+    for (const make of [
+      (o: string[]) => firstToken('no hedging', new undici.Agent(), o),
+      (o: string[]) => {
+        const i = hedge({
+          routes: [
+            {
+              name: 'chat',
+              replicas: o,
+              idempotent: true,
+              commitOn: 'first-byte',
+              hedge: { percentile: 95, minSamples: 50, initialDelayMs: 300 },
+            },
+          ],
+        });
+        return firstToken(
+          'tailcut, commitOn first-byte',
+          new undici.Agent().compose(i),
+          [o[0] as string],
+          () => i.stats(),
+        );
+      },
+    ]) {
+      await fleet.reset();
+      const s = make(fleet.origins);
+      log(`inference: ${s.name}`);
+      const r = await openLoop(s, {
+        rate,
+        seconds,
+        warmupSeconds: 3,
+        onMeasureStart: () => void fleet.reset(),
+      });
+      await new Promise((x) => setTimeout(x, 300));
+      const counts = await fleet.stats();
+      out.push(
+        `| ${s.name} | ${pct(r.latency, 50)} | ${pct(r.latency, 99)} | ${pct(r.latency, 99.9)} | ${(r.latency.maxValue / 1000).toFixed(0)} | ${((counts.started / r.calls - 1) * 100).toFixed(1)}% |`,
+      );
+      await s.close();
+    }
+    await fleet.stop();
+  }
+  out.push('');
+  {
+    const profile: Profile = {
+      medianMs: 20,
+      sigma: 0.3,
+      overloadProbability: 0.3,
+      overloadStatus: 429,
+    };
+    const fleet = await startFleet(3, profile, 4);
+    out.push(
+      `Overloaded fleet: 30% of answers are 429 (Retry-After: 1), the rest lognormal median 20 ms; ${rate} calls/s, ${seconds} s measured.`,
+      '',
+    );
+    out.push(
+      '| strategy | calls answered 200 | extra load | hedges sent | denied (budget) | budget penalties |',
+      '|---|---|---|---|---|---|',
+    );
+    const bare = new undici.Agent();
+    const i = hedge({
+      routes: [{ name: 'api', replicas: fleet.origins, hedge: { percentile: 95, minSamples: 50 } }],
+    });
+    const hedged = new undici.Agent().compose(i);
+    for (const [name, dispatcher, origins] of [
+      ['no hedging', bare, fleet.origins],
+      ['tailcut (budget 5% + 10/s)', hedged, [fleet.origins[0] as string]],
+    ] as const) {
+      await fleet.reset();
+      let ok = 0;
+      const s: Strategy = {
+        name,
+        async call(id) {
+          const res = await undici.request(`${origins[id % origins.length]}/v1/x`, {
+            dispatcher,
+            headers: { 'x-lab-call': String(id) },
+          });
+          await res.body.dump();
+          if (res.statusCode === 200) ok++;
+        },
+        close: async () => {},
+      };
+      log(`inference: 429 ${name}`);
+      let measuredOk = 0;
+      const r = await openLoop(s, {
+        rate,
+        seconds,
+        warmupSeconds: 2,
+        onMeasureStart: () => {
+          measuredOk = ok;
+          void fleet.reset();
+        },
+      });
+      await new Promise((x) => setTimeout(x, 300));
+      const counts = await fleet.stats();
+      const st = name === 'no hedging' ? undefined : i.stats();
+      out.push(
+        `| ${name} | ${(((ok - measuredOk) / r.calls) * 100).toFixed(1)}% | ${((counts.started / r.calls - 1) * 100).toFixed(1)}% | ${st?.routes.api?.hedgesSent ?? 0} | ${st?.routes.api?.hedgesDeniedBudget ?? 0} | ${st?.budget.penalties ?? 0} |`,
+      );
+    }
+    await bare.close();
+    await hedged.close();
+    await fleet.stop();
+  }
+  return out.join('\n');
+}
