@@ -97,3 +97,38 @@ describe('HedgeBudget', () => {
     );
   });
 });
+
+describe('cost-weighted budget', () => {
+  it('bounds the extra load in the unit of cost: cheap calls cannot fund an expensive hedge', () => {
+    const clock = new VirtualClock();
+    const budget = createBudget({
+      ratio: 0.1,
+      minPerSecond: 0,
+      clock,
+      cost: (req) => Number(req.headers['x-tokens'] ?? 1),
+    });
+    const req = (tokens: number) => ({
+      method: 'POST',
+      path: '/',
+      headers: { 'x-tokens': String(tokens) },
+      text: () => undefined,
+    });
+    expect(budget.weighted).toBe(true);
+    for (let i = 0; i < 10; i++) budget.deposit(budget.costOf(req(100))); // 10 calls of 100 tokens: 100 in the bucket
+    expect(budget.acquire(budget.costOf(req(1000)))).toBe('denied_budget');
+    expect(budget.acquire(budget.costOf(req(100)))).toBe('granted');
+    expect(budget.stats().tokens).toBe(0);
+  });
+
+  it('a cost function that throws or returns nonsense counts as 1', () => {
+    const budget = createBudget({
+      cost: (req) => {
+        if (req.path === '/throw') throw new Error('bad');
+        return Number.NaN;
+      },
+    });
+    const r = (path: string) => ({ method: 'GET', path, headers: {}, text: () => undefined });
+    expect(budget.costOf(r('/throw'))).toBe(1);
+    expect(budget.costOf(r('/nan'))).toBe(1);
+  });
+});

@@ -496,3 +496,28 @@ describe.each(adapters)('$name: conditioning key', (current) => {
     expect(f.stats().routes.chat?.keys).toBe(2);
   });
 });
+
+describe.each(adapters)('$name: cost-weighted budget', (current) => {
+  beforeAll(() => {
+    adapter = current;
+  });
+
+  it('weighs calls with budget.cost: an expensive call is not hedged on cheap calls’ deposits', async () => {
+    const a = await replica('a', (n) => ({ delayMs: n >= 20 ? 200 : 1 }));
+    const f = client({
+      routes: [fixedDelay({ idempotent: true })],
+      budget: {
+        ratio: 0.5,
+        minPerSecond: 0,
+        cost: (req) => (JSON.parse(req.text() ?? '{}') as { tokens?: number }).tokens ?? 1,
+      },
+    });
+    const call = (tokens: number) =>
+      f(`${a.origin}/v1/x`, { method: 'POST', body: JSON.stringify({ tokens }) }).then((r) =>
+        r.text(),
+      );
+    for (let i = 0; i < 20; i++) await call(1); // deposits 20 × 0.5 × 1 = 10
+    await call(1000); // its hedge would cost 1,000: refused
+    expect(f.stats().routes.r?.hedgesDeniedBudget).toBeGreaterThan(0);
+  });
+});

@@ -1,4 +1,5 @@
 import { type Clock, realClock } from '../clock.js';
+import type { KeyRequest } from '../config/options.js';
 import { validateBudgetOptions } from '../config/validate-budget.js';
 
 /** Options of a hedge budget. */
@@ -11,6 +12,13 @@ export interface BudgetOptions {
   ttlMs?: number;
   /** Hedges allowed in flight at once; a hedge over the cap is skipped, never queued. Default 100. */
   maxConcurrentHedges?: number;
+  /**
+   * Weighs each call (for example an estimate of its prompt tokens) so that the extra load is
+   * bounded in the unit the provider bills: a call deposits `ratio × cost`, its hedge withdraws
+   * `cost`, and `minPerSecond` is in that unit too. Default: every call costs 1. A function that
+   * throws or returns a negative or non-finite number counts as 1.
+   */
+  cost?: (request: KeyRequest) => number;
   /** Time source (tests and simulations). Default: the real clock. */
   clock?: Clock;
 }
@@ -48,6 +56,8 @@ const SLICES = 10;
 export class HedgeBudget {
   private readonly clock: Clock;
   private readonly depositAmount: number;
+  private readonly ratio: number;
+  private readonly costFn: ((request: KeyRequest) => number) | undefined;
   private readonly reserve: number;
   private readonly sliceMs: number;
   private readonly maxConcurrent: number;
@@ -64,6 +74,8 @@ export class HedgeBudget {
     const o = validateBudgetOptions(options, 'budget');
     this.clock = options.clock ?? realClock;
     this.depositAmount = Math.round(o.ratio * UNIT);
+    this.ratio = o.ratio;
+    this.costFn = options.cost;
     this.reserve = Math.round(o.minPerSecond * (o.ttlMs / 1000) * UNIT);
     this.sliceMs = o.ttlMs / SLICES;
     this.maxConcurrent = o.maxConcurrentHedges;
@@ -71,28 +83,45 @@ export class HedgeBudget {
   }
 
   /** Credits the budget for one call. The engine calls this once per routed call. */
-  deposit(): void {
-    this.add(this.depositAmount);
+  deposit(cost = 1): void {
+    this.add(cost === 1 ? this.depositAmount : Math.round(this.ratio * cost * UNIT));
   }
 
   /**
-   * Asks for one hedge. When granted, the caller must call {@link HedgeBudget.release} once the
-   * hedge attempt has ended.
+   * Asks for one hedge costing `cost` (1 unless the budget weighs calls with `cost`). When
+   * granted, the caller must call {@link HedgeBudget.release} once the hedge attempt has ended.
    */
-  acquire(): HedgeGrant {
+  acquire(cost = 1): HedgeGrant {
     if (this.inFlight >= this.maxConcurrent) {
       this.deniedConcurrency++;
       return 'denied_concurrency';
     }
     this.rotate();
-    if (this.reserve + this.sum < UNIT) {
+    const amount = cost === 1 ? UNIT : Math.round(cost * UNIT);
+    if (this.reserve + this.sum < amount) {
       this.deniedBudget++;
       return 'denied_budget';
     }
-    this.add(-UNIT);
+    this.add(-amount);
     this.inFlight++;
     this.granted++;
     return 'granted';
+  }
+
+  /** True when calls are weighed by a `cost` function. */
+  get weighted(): boolean {
+    return this.costFn !== undefined;
+  }
+
+  /** The cost of a call, as the `cost` option weighs it (1 without one). */
+  costOf(request: KeyRequest): number {
+    if (this.costFn === undefined) return 1;
+    try {
+      const c = this.costFn(request);
+      return Number.isFinite(c) && c >= 0 ? c : 1;
+    } catch {
+      return 1;
+    }
   }
 
   /**

@@ -16,12 +16,15 @@ export const BUDGET_DEFAULTS: BudgetSettings = {
   maxConcurrentHedges: 100,
 };
 
-const KEYS = ['ratio', 'minPerSecond', 'ttlMs', 'maxConcurrentHedges', 'clock'];
+const KEYS = ['ratio', 'minPerSecond', 'ttlMs', 'maxConcurrentHedges', 'clock', 'cost'];
 
 /** Validates budget options; `option` is the path used in error messages. */
 export function validateBudgetOptions(input: unknown, option: string): BudgetSettings {
   const value = checkObject(option, input, KEYS);
   const d = BUDGET_DEFAULTS;
+  if (value.cost !== undefined && typeof value.cost !== 'function') {
+    invalid(`${option}.cost`, value.cost, 'a function (request) => number');
+  }
   const clock = value.clock;
   if (clock !== undefined && (!isObject(clock) || typeof clock.now !== 'function')) {
     invalid(`${option}.clock`, clock, 'a Clock (now, setTimeout, clearTimeout)');

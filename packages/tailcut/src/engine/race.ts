@@ -55,6 +55,8 @@ export interface RaceSpec<T> extends RaceObserver<T> {
   maxAttempts: number;
   /** The delay estimator of the call's key, when the route conditions on one (else the route's). */
   estimator?: DelayEstimator | undefined;
+  /** The call's weight in the budget (1 unless the budget weighs calls). */
+  cost?: number | undefined;
   /** Starts one attempt, which reports through `report`. */
   run(ctx: AttemptContext, report: AttemptReport<T>): void;
   /** Judges a result that reached the commit point. */
@@ -191,7 +193,7 @@ class Race<T> implements RaceHandle {
       return;
     }
     route.counters.calls++;
-    budget.deposit();
+    budget.deposit(this.spec.cost);
     signal?.addEventListener('abort', this.onAbort, { once: true });
     this.launch('primary', route.picker.primary());
   }
@@ -297,7 +299,7 @@ class Race<T> implements RaceHandle {
       spec.onHedge?.('no_replica');
       return false;
     }
-    const grant = budget.acquire();
+    const grant = budget.acquire(spec.cost);
     if (grant !== 'granted') {
       if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
       else counters.hedgesDeniedConcurrency++;

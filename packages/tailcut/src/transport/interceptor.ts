@@ -5,7 +5,7 @@ import type { HedgeBudget } from '../budget/budget.js';
 import type { Clock } from '../clock.js';
 import { realClock } from '../clock.js';
 import { invalid } from '../config/checks.js';
-import type { HedgedFetchOptions } from '../config/options.js';
+import type { HedgedFetchOptions, KeyRequest } from '../config/options.js';
 import {
   type ClientSettings,
   type RouteSettings,
@@ -270,6 +270,9 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
   private readonly startedAt: number;
   /** The delay estimator of this call's key, when the route has a `key` function. */
   readonly estimator: DelayEstimator | undefined;
+  /** This call's weight in the budget, when the budget weighs calls. */
+  readonly cost: number | undefined;
+  private keyRequest: KeyRequest | undefined;
   /** The trace context of the attempt about to run, when an SDK records spans. */
   private attemptContext: Context | undefined;
 
@@ -291,6 +294,7 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     this.trace = telemetry.startCall(route, opts.method.toUpperCase());
     const key = route.settings.key;
     this.estimator = key === undefined ? undefined : route.estimatorFor(this.keyOf(key));
+    this.cost = this.budget.weighted ? this.budget.costOf(this.request()) : undefined;
     // Every attempt carries the same Idempotency-Key: make it once, up front.
     if (plan.needsIdempotencyKey || plan.body.contentType !== undefined) this.readHeaders();
   }
@@ -398,11 +402,11 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
     }
   }
 
-  /** The route's conditioning key for this call; a key function that throws counts as none. */
-  private keyOf(key: NonNullable<RouteSettings['key']>): string | undefined {
-    const body = this.plan.body.replayable ? this.plan.body.next() : undefined;
-    try {
-      const k = key({
+  /** What `key` and `cost` functions see of this call (made once, on first use). */
+  private request(): KeyRequest {
+    if (this.keyRequest === undefined) {
+      const body = this.plan.body.replayable ? this.plan.body.next() : undefined;
+      this.keyRequest = {
         method: this.opts.method,
         path: this.opts.path,
         headers: toHeaderRecord(this.opts.headers),
@@ -414,7 +418,15 @@ class HedgedCall implements RaceSpec<AttemptHandler> {
               : body instanceof URLSearchParams
                 ? body.toString()
                 : undefined,
-      });
+      };
+    }
+    return this.keyRequest;
+  }
+
+  /** The route's conditioning key for this call; a key function that throws counts as none. */
+  private keyOf(key: NonNullable<RouteSettings['key']>): string | undefined {
+    try {
+      const k = key(this.request());
       return typeof k === 'string' ? k : undefined;
     } catch {
       return undefined;
