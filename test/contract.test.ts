@@ -102,7 +102,9 @@ describe('public API contract (DESIGN.md)', () => {
     await (await two(`${origins[0]}/shared-2`)).text();
     expect(budget.stats().granted).toBe(1);
     expect(one.stats().routes.r?.hedgesSent).toBe(1);
-    expect(two.stats().routes.r?.hedgesDeniedBudget).toBe(1);
+    // Refused at its first ask, and at each later one (twice the wait each time).
+    expect(two.stats().routes.r?.hedgesDeniedBudget).toBeGreaterThanOrEqual(1);
+    expect(two.stats().routes.r?.hedgesSent).toBe(0);
     await Promise.all([one.close(), two.close()]);
   });
 

@@ -117,12 +117,27 @@ describe('race under a virtual clock', () => {
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
   });
 
-  it('a hedge refused by the budget is skipped and counted, never queued', async () => {
+  it('a hedge refused by the budget is skipped and counted, never queued; it is asked again later', async () => {
     const sim = simulation(route, { ratio: 0, minPerSecond: 0 });
     const p = sim.call(0, () => ok(100));
     await sim.clock.runAll();
     await p;
     expect(sim.attempts).toHaveLength(1);
+    // Asked at 10 ms, then again after twice the wait each time: 30, 70 (the next, 150, is past
+    // the primary's answer at 100).
+    expect(sim.state.counters.hedgesDeniedBudget).toBe(3);
+    expect(sim.clock.pending).toBe(0);
+  });
+
+  it('a refused hedge is sent when it is asked again and the budget has a token by then', async () => {
+    const sim = simulation(route, { ratio: 0.5, minPerSecond: 0 });
+    const slow = sim.call(0, () => ok(100)); // deposits half a token: its hedge at 10 ms is refused
+    await sim.clock.advance(20);
+    const other = sim.call(1, () => ok(5)); // the second half
+    await sim.clock.runAll();
+    await Promise.all([slow, other]);
+    const hedge = sim.attempts.find((a) => a.call === 0 && a.ctx.kind === 'hedge');
+    expect(hedge?.startedAt).toBe(30);
     expect(sim.state.counters.hedgesDeniedBudget).toBe(1);
   });
 
@@ -132,7 +147,8 @@ describe('race under a virtual clock', () => {
     await sim.clock.runAll();
     await Promise.all(calls);
     expect(sim.state.counters.hedgesSent).toBe(1);
-    expect(sim.state.counters.hedgesDeniedConcurrency).toBe(2);
+    // The two others are refused at 10, 30 and 70 ms while the one hedge is in flight.
+    expect(sim.state.counters.hedgesDeniedConcurrency).toBe(6);
   });
 
   it('with every replica tried, a further hedge is skipped as no_replica', async () => {

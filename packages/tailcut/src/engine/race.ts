@@ -174,9 +174,17 @@ class Race<T> implements RaceHandle {
   private timer: TimerHandle | undefined;
   private fallback: { value: T; attempt: Attempt<T> } | undefined;
   private lastError: unknown;
+  /** How many times in a row the budget or the cap refused this call's timed hedge. */
+  private refusals = 0;
   private readonly onTimer = () => {
     this.timer = undefined;
-    this.tryHedge();
+    if (this.tryHedge() !== 'refused') return;
+    // Refused now is not refused for good: ask again after twice the wait (a call still running
+    // by then is further into the tail, where a hedge matters most). Nothing waits for tokens
+    // and nothing is reserved: the next ask is a new decision against the budget.
+    const { route, clock } = this.spec;
+    const wait = (this.spec.estimator ?? route.estimator).delayMs() * 2 ** ++this.refusals;
+    if (wait <= route.settings.delay.maxDelayMs) this.timer = clock.setTimeout(this.onTimer, wait);
   };
   private readonly onAbort = () => this.abort(this.spec.signal?.reason);
 
@@ -272,6 +280,7 @@ class Race<T> implements RaceHandle {
     this.live.push(attempt);
     route.picker.begin(replica);
     route.counters.attempts++;
+    this.refusals = 0;
     this.clearTimer();
     if (tried.length < maxAttempts) {
       this.timer = clock.setTimeout(
@@ -287,33 +296,33 @@ class Race<T> implements RaceHandle {
     }
   }
 
-  /** Sends one more attempt if attempts, replicas and budget allow. */
-  private tryHedge(): boolean {
+  /** Sends one more attempt if attempts, replicas and budget allow; says which it was. */
+  private tryHedge(): 'sent' | 'refused' | 'none' {
     const { route, budget, maxAttempts } = this.spec;
     const counters = route.counters;
-    if (this.settled || this.tried.length >= maxAttempts) return false;
+    if (this.settled || this.tried.length >= maxAttempts) return 'none';
     const replica = route.picker.hedge(this.tried);
     const spec = this.spec;
     if (replica === undefined) {
       counters.hedgesNoReplica++;
       spec.onHedge?.('no_replica');
-      return false;
+      return 'none';
     }
     const grant = budget.acquire(spec.cost);
     if (grant !== 'granted') {
       if (grant === 'denied_budget') counters.hedgesDeniedBudget++;
       else counters.hedgesDeniedConcurrency++;
       spec.onHedge?.(grant);
-      return false;
+      return 'refused';
     }
     counters.hedgesSent++;
     spec.onHedge?.('sent');
     this.launch('hedge', replica);
-    return true;
+    return 'sent';
   }
 
   private afterFailure(retry: boolean): void {
-    if (retry && this.tryHedge()) return;
+    if (retry && this.tryHedge() === 'sent') return;
     if (this.live.length > 0) return;
     // Nothing in flight: a pending timer could only start an attempt the failure just could
     // not start, so end the call with the last failure.
