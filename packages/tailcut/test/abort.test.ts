@@ -1,8 +1,6 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { adapters, type Client } from './support/adapters.js';
-import { type Replica, startReplica, until } from './support/replica.js';
+import { type Replica, serve, startReplica, until } from './support/replica.js';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -63,7 +61,7 @@ for (const adapter of adapters) {
 
       it('abort after commit, while the body is read: the read rejects with the reason', async () => {
         let closedAt = 0;
-        const server = createServer((_req, res) => {
+        const server = await serve((_req, res) => {
           res.writeHead(200);
           res.write('first chunk;');
           const t = setInterval(() => res.write('more;'), 20);
@@ -72,15 +70,8 @@ for (const adapter of adapters) {
             closedAt = performance.now();
           });
         });
-        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-        open.push({
-          close: () =>
-            new Promise<void>((r) => {
-              server.closeAllConnections();
-              server.close(() => r());
-            }),
-        });
-        const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        open.push(server);
+        const origin = server.origin;
         const c = adapter.create({ routes: [{ name: 'r', hedge: { initialDelayMs: 1000 } }] });
         open.push(c);
         const f = c.fetch;

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as undici from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HedgeInterceptorOptions, hedge } from '../src/index.js';
-import { type Behaviour, startReplica, until } from './support/replica.js';
+import { type Behaviour, serve as serveRaw, startReplica, until } from './support/replica.js';
+
+async function serve(handler: Parameters<typeof serveRaw>[0]) {
+  const s = await serveRaw(handler);
+  open.push(s);
+  return s;
+}
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -25,21 +29,6 @@ function agentWith(
   const agent = new undici.Agent({ keepAliveTimeout: 10_000 }).compose(interceptor, ...more);
   open.push(agent);
   return { interceptor, agent };
-}
-
-async function serve(
-  handler: Parameters<typeof createServer>[1],
-): Promise<{ origin: string; server: Server }> {
-  const server = createServer(handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  open.push({
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  });
-  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
 const fixed = { initialDelayMs: 30, minSamples: 1_000_000 };

@@ -17,7 +17,7 @@ import {
 import * as undici from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createHedgedFetch, type HedgedFetchOptions, hedge } from '../src/index.js';
-import { type Replica, startReplica } from './support/replica.js';
+import { type Replica, serve, startReplica } from './support/replica.js';
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -133,8 +133,7 @@ describe('telemetry with the OpenTelemetry SDK', () => {
   });
 
   it('streaming answers: time to first byte, gaps between chunks, chunks per call', async () => {
-    const { createServer } = await import('node:http');
-    const server = createServer((_req, res) => {
+    const server = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let n = 0;
       const tick = () => {
@@ -144,15 +143,8 @@ describe('telemetry with the OpenTelemetry SDK', () => {
       };
       setTimeout(tick, 20);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    open.push({
-      close: () =>
-        new Promise((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
-    });
-    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    open.push(server);
+    const origin = server.origin;
     const { reader, meterProvider } = sdk();
     const f = client({ routes: [{ name: 'gen', commitOn: 'first-byte' }], meterProvider });
     for (let i = 0; i < 2; i++) await (await f(`${origin}/v1/chat`)).text();

@@ -3,7 +3,7 @@ import * as undici from 'undici';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HedgedFetchOptions } from '../src/index.js';
 import { adapters, type Client } from './support/adapters.js';
-import { type Behaviour, type Replica, startReplica, until } from './support/replica.js';
+import { type Behaviour, type Replica, serve, startReplica, until } from './support/replica.js';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -318,27 +318,16 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
   });
 
   it('commitOn first-byte: a hedge wins when the primary sends headers but no body', async () => {
-    const { createServer } = await import('node:http');
-    const stalls = createServer((_req, res) => {
+    const stalls = await serve((_req, res) => {
       res.writeHead(200);
       res.flushHeaders();
       const t = setTimeout(() => res.end('late'), 400);
       res.on('close', () => clearTimeout(t));
     });
-    await new Promise<void>((r) => stalls.listen(0, '127.0.0.1', r));
-    open.push({
-      close: () =>
-        new Promise((r) => {
-          stalls.closeAllConnections();
-          stalls.close(() => r());
-        }),
-    });
-    const port = (stalls.address() as { port: number }).port;
+    open.push(stalls);
     const b = await replica('b', () => ({ delayMs: 5 }));
     const f = client({
-      routes: [
-        fixedDelay({ replicas: [`http://127.0.0.1:${port}`, b.origin], commitOn: 'first-byte' }),
-      ],
+      routes: [fixedDelay({ replicas: [stalls.origin, b.origin], commitOn: 'first-byte' })],
     });
     const res = await f(`${b.origin}/v1/stream`);
     expect(await res.text()).toBe('ok from b');
@@ -401,9 +390,8 @@ describe.each(adapters)('$name: streaming answers', (current) => {
   });
 
   it('a body that stalls between chunks past chunkTimeoutMs fails with TAILCUT_CHUNK_TIMEOUT', async () => {
-    const { createServer } = await import('node:http');
     let closed = false;
-    const server = createServer((_req, res) => {
+    const server = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: first\n\n');
       const t = setTimeout(() => res.end('data: late\n\n'), 2000);
@@ -412,15 +400,8 @@ describe.each(adapters)('$name: streaming answers', (current) => {
         closed = true;
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    open.push({
-      close: () =>
-        new Promise((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
-    });
-    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    open.push(server);
+    const origin = server.origin;
     const f = client({
       routes: [{ name: 's', chunkTimeoutMs: 100, hedge: { initialDelayMs: 5000 } }],
     });
@@ -447,8 +428,7 @@ describe.each(adapters)('$name: conditioning key', (current) => {
   });
 
   it('each model learns its own delay: a slow model is not hedged at the fast one’s p80', async () => {
-    const { createServer } = await import('node:http');
-    const server = createServer((req, res) => {
+    const server = await serve((req, res) => {
       let body = '';
       req.on('data', (c) => {
         body += c;
@@ -459,15 +439,8 @@ describe.each(adapters)('$name: conditioning key', (current) => {
         res.on('close', () => clearTimeout(t));
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    open.push({
-      close: () =>
-        new Promise((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
-    });
-    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    open.push(server);
+    const origin = server.origin;
     const f = client({
       routes: [
         {

@@ -111,6 +111,23 @@ export async function startReplica(
   };
 }
 
+/** A loopback server with its own handler (for behaviours a replica does not model). */
+export async function serve(
+  handler: Parameters<typeof createServer>[1],
+): Promise<{ origin: string; server: Server; close(): Promise<void> }> {
+  const server = createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 /** Waits until `check` holds, polling every few ms, up to `timeoutMs`. */
 export async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
