@@ -72,9 +72,4 @@ export class DelayEstimator {
   samples(): number {
     return this.window.count(this.clock.now());
   }
-
-  /** A percentile (0..100) of the window in milliseconds; 0 when empty. */
-  percentileMs(percentile: number): number {
-    return this.window.valueAtPercentile(percentile, this.clock.now()) / 1000;
-  }
 }

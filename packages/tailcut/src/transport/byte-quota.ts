@@ -18,9 +18,4 @@ export class ByteQuota {
   give(n: number): void {
     this.usedBytes = Math.max(0, this.usedBytes - n);
   }
-
-  /** Bytes held now. */
-  get used(): number {
-    return this.usedBytes;
-  }
 }
