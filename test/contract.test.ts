@@ -1,5 +1,5 @@
 /**
- * The public API contract of DESIGN.md, exercised through the built package exactly as code
+ * The public API contract of docs/design.md, exercised through the built package exactly as code
  * outside this repo imports it.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -54,7 +54,7 @@ afterAll(async () => {
   }
 });
 
-describe('public API contract (DESIGN.md)', () => {
+describe('public API contract (docs/design.md)', () => {
   it('hedges an idempotent POST to the other replica, origin rewritten, path and query kept', async () => {
     const [slow, fast] = origins as [string, string];
     const hedgedFetch = createHedgedFetch({

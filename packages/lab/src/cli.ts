@@ -16,7 +16,7 @@ const HELP = `tailcut-lab: see what hedging does to the tail, and what it costs,
 usage: tailcut-lab <command> [options]
 
 commands:
-  demo       DESIGN.md's D2 profile, every strategy side by side (under a minute)
+  demo       docs/design.md's D2 profile, every strategy side by side (under a minute)
   run        one scenario:  --profile d2|d3  --rate N  --seconds S  --replicas R
              --strategies none,fixed,cockatiel,tailcut  --fixed-delay MS  --slo MS  --seed N
   simulate   replay recorded latencies through tailcut's engine under a virtual clock:

@@ -51,7 +51,7 @@ export function unhedged(profile: Profile): Theory {
 
 /**
  * One backup after `d` ms to an independent replica: S_T(t) = S(t) for t < d,
- * S(t)·S(t−d) after; the hedge rate is S(d) (DESIGN.md).
+ * S(t)·S(t−d) after; the hedge rate is S(d) (docs/design.md).
  */
 export function hedgedAt(profile: Profile, d: number): Theory {
   const s = survival(profile);

@@ -4,7 +4,7 @@ import { hedgedAtPercentile, quantile, unhedged } from '../src/theory.js';
 
 const q = (s: (t: number) => number, p: number) => quantile(s, p);
 
-describe('closed forms against DESIGN.md', () => {
+describe('closed forms against docs/design.md', () => {
   it('D2 unhedged: p99 84.5 ms, p99.9 333.9 ms', () => {
     const t = unhedged(D2);
     expect(q(t.survival, 0.99)).toBeCloseTo(84.5, 0);

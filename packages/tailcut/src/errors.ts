@@ -9,21 +9,35 @@ export type TailcutErrorCode =
   /** A response body stalled between chunks longer than its route's `chunkTimeoutMs`. */
   | 'TAILCUT_CHUNK_TIMEOUT';
 
+/** The brand of tailcut's errors: `Symbol.for`, so it is the same in every copy of tailcut. */
+const BRAND: unique symbol = Symbol.for('tailcut.error') as never;
+
 /**
  * The error type of tailcut. `code` is stable and meant for programs; `message` names the
- * option (or request field) and the value that caused it.
+ * option (or request field) and the value that caused it. `instanceof TailcutError` and
+ * {@link isTailcutError} also recognise errors from another copy of tailcut in the same process
+ * (two versions installed side by side).
  */
 export class TailcutError extends Error {
   override readonly name = 'TailcutError';
   readonly code: TailcutErrorCode;
+  readonly [BRAND] = true;
 
   constructor(code: TailcutErrorCode, message: string, options?: ErrorOptions) {
     super(message, options);
     this.code = code;
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as { [BRAND]?: unknown })[BRAND] === true
+    );
+  }
 }
 
-/** True when `err` is a {@link TailcutError}, optionally of the given code. */
+/** True when `err` is a {@link TailcutError} (of any copy of tailcut), optionally of `code`. */
 export function isTailcutError(err: unknown, code?: TailcutErrorCode): err is TailcutError {
   return err instanceof TailcutError && (code === undefined || err.code === code);
 }

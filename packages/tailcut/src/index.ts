@@ -1,11 +1,8 @@
-export {
-  type BudgetOptions,
-  type BudgetStats,
-  createBudget,
-  HedgeBudget,
-} from './budget/budget.js';
-export { type Clock, realClock, type TimerHandle, VirtualClock } from './clock.js';
+export type { BudgetStats, HedgeBudget } from './budget/port.js';
+export { createBudget } from './budget/token-budget.js';
+export type { Clock, TimerHandle } from './clock.js';
 export type {
+  BudgetOptions,
   HedgedFetchOptions,
   HedgeOptions,
   KeyRequest,
@@ -15,12 +12,8 @@ export type {
 } from './config/options.js';
 export type { HedgeStats, RouteStats } from './engine/hedger.js';
 export type { RouteCounters } from './engine/route-state.js';
+export type { TailStats } from './engine/tail-window.js';
 export { isTailcutError, TailcutError, type TailcutErrorCode } from './errors.js';
-export type { TailStats } from './telemetry/tail.js';
-export { DURATION_BUCKETS } from './telemetry/telemetry.js';
+export { DURATION_BUCKETS, INSTRUMENTS, type InstrumentSpec } from './telemetry/instruments.js';
 export { createHedgedFetch, type HedgedFetch } from './transport/fetch.js';
-export {
-  type HedgeInterceptor,
-  type HedgeInterceptorOptions,
-  hedge,
-} from './transport/interceptor.js';
+export { type HedgeInterceptor, type HedgeInterceptorOptions, hedge } from './transport/hedge.js';

@@ -1,11 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createBudget, VirtualClock } from '../src/index.js';
+import type { BudgetOptions } from '../src/config/options.js';
+import { BUDGET_PORT, VirtualClock } from '../src/engine/index.js';
+import { createBudget } from '../src/index.js';
+
+/** A budget's engine-facing side (deposit, acquire, release, penalize), as the engine sees it. */
+const budgetPort = (options: BudgetOptions) => createBudget(options)[BUDGET_PORT];
 
 describe('HedgeBudget', () => {
   it('grants exactly ratio x calls hedges when there is no floor', () => {
     const clock = new VirtualClock();
-    const budget = createBudget({ ratio: 0.05, minPerSecond: 0, clock });
+    const budget = budgetPort({ ratio: 0.05, minPerSecond: 0, clock });
     for (let i = 0; i < 100; i++) budget.deposit();
     const grants = Array.from({ length: 10 }, () => budget.acquire());
     expect(grants.filter((g) => g === 'granted')).toHaveLength(5);
@@ -14,7 +19,7 @@ describe('HedgeBudget', () => {
 
   it('always allows minPerSecond x ttl hedges, then refills as withdrawals expire', async () => {
     const clock = new VirtualClock();
-    const budget = createBudget({ ratio: 0, minPerSecond: 2, ttlMs: 10_000, clock });
+    const budget = budgetPort({ ratio: 0, minPerSecond: 2, ttlMs: 10_000, clock });
     const take = (n: number) =>
       Array.from({ length: n }, () => budget.acquire()).filter((g) => g === 'granted').length;
     expect(take(30)).toBe(20);
@@ -25,7 +30,7 @@ describe('HedgeBudget', () => {
 
   it('expires deposits: a quiet period cannot bank a burst', async () => {
     const clock = new VirtualClock();
-    const budget = createBudget({ ratio: 0.5, minPerSecond: 0, ttlMs: 10_000, clock });
+    const budget = budgetPort({ ratio: 0.5, minPerSecond: 0, ttlMs: 10_000, clock });
     for (let i = 0; i < 1000; i++) budget.deposit();
     expect(budget.stats().tokens).toBe(500);
     await clock.advance(10_000);
@@ -34,7 +39,7 @@ describe('HedgeBudget', () => {
   });
 
   it('caps hedges in flight and frees the slot on release', () => {
-    const budget = createBudget({ ratio: 1, maxConcurrentHedges: 2, clock: new VirtualClock() });
+    const budget = budgetPort({ ratio: 1, maxConcurrentHedges: 2, clock: new VirtualClock() });
     expect([budget.acquire(), budget.acquire(), budget.acquire()]).toEqual([
       'granted',
       'granted',
@@ -62,7 +67,7 @@ describe('HedgeBudget', () => {
         (ratio, minPerSecond, steps) => {
           let now = 0;
           const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
-          const budget = createBudget({
+          const budget = budgetPort({
             ratio,
             minPerSecond,
             ttlMs,
@@ -101,7 +106,7 @@ describe('HedgeBudget', () => {
 describe('cost-weighted budget', () => {
   it('bounds the extra load in the unit of cost: cheap calls cannot fund an expensive hedge', () => {
     const clock = new VirtualClock();
-    const budget = createBudget({
+    const budget = budgetPort({
       ratio: 0.1,
       minPerSecond: 0,
       clock,
@@ -121,7 +126,7 @@ describe('cost-weighted budget', () => {
   });
 
   it('a cost function that throws or returns nonsense counts as 1', () => {
-    const budget = createBudget({
+    const budget = budgetPort({
       cost: (req) => {
         if (req.path === '/throw') throw new Error('bad');
         return Number.NaN;

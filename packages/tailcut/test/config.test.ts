@@ -198,7 +198,7 @@ describe('configuration validation', () => {
     });
   }
 
-  it('accepts the DESIGN.md example and a shared budget', async () => {
+  it('accepts the docs/design.md example and a shared budget', async () => {
     const shared = createBudget({ ratio: 0.05, minPerSecond: 10 });
     const f = createHedgedFetch({
       routes: [

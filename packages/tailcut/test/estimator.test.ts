@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DelayEstimator, type DelaySettings } from '../src/delay/estimator.js';
-import { VirtualClock } from '../src/index.js';
+import { VirtualClock } from '../src/engine/index.js';
 import { d2, percentile, rng } from './support/random.js';
 import { simulation } from './support/sim.js';
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createBudget, VirtualClock } from '../src/index.js';
+import type { BudgetOptions } from '../src/config/options.js';
+import { BUDGET_PORT, VirtualClock } from '../src/engine/index.js';
+import { createBudget } from '../src/index.js';
+
+/** A budget's engine-facing side (deposit, acquire, release, penalize), as the engine sees it. */
+const budgetPort = (options: BudgetOptions) => createBudget(options)[BUDGET_PORT];
+
 import { ReplicaPicker, retryAfterMs } from '../src/replicas/picker.js';
 
 const origins = ['http://a:1', 'http://b:1', 'http://c:1'];
@@ -56,7 +62,7 @@ describe('replica picker', () => {
 describe('overload-aware budget', () => {
   it('overload signals withdraw tokens, so hedging backs off, and the withdrawals expire', async () => {
     const clock = new VirtualClock();
-    const budget = createBudget({ ratio: 0.1, minPerSecond: 0, ttlMs: 10_000, clock });
+    const budget = budgetPort({ ratio: 0.1, minPerSecond: 0, ttlMs: 10_000, clock });
     for (let i = 0; i < 100; i++) budget.deposit();
     expect(budget.stats().tokens).toBe(10);
     for (let i = 0; i < 12; i++) budget.penalize();

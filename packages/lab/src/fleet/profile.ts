@@ -32,10 +32,10 @@ export interface Profile {
   tokenGapMs?: number;
 }
 
-/** DESIGN.md's D2: lognormal median 20 ms, sigma 0.4, plus 1% of attempts x10. */
+/** docs/design.md's D2: lognormal median 20 ms, sigma 0.4, plus 1% of attempts x10. */
 export const D2: Profile = { medianMs: 20, sigma: 0.4, stallProbability: 0.01, stallFactor: 10 };
 
-/** DESIGN.md's D3: 99% around 10 ms, 1% around 1 s. */
+/** docs/design.md's D3: 99% around 10 ms, 1% around 1 s. */
 export const D3: Profile = { medianMs: 10, sigma: 0.2, stallProbability: 0.01, stallFactor: 100 };
 
 /** Draws one attempt's service time (ms) for replica `replica` at `elapsedMs` into the run. */

@@ -122,7 +122,7 @@ export function table(rows: Row[], sloMs: number): string {
     fmt(widths.map((w) => '-'.repeat(w))),
     ...lines.map(fmt),
     '',
-    "latencies in ms from each call's intended send time (open loop); (theory): DESIGN.md's closed forms",
+    "latencies in ms from each call's intended send time (open loop); (theory): docs/design.md's closed forms",
     'for the profile. CPU/call: client CPU net of the load generator (a no-op calibration run).',
     'valid: send lag p99 <= 1 ms. A run marked "no" fell behind its schedule; its latencies still',
     'count from the intended send times, so they include that lag (no coordinated omission).',

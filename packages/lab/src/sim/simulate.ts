@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as hdr from 'hdr-histogram-js';
-import { HedgeBudget, VirtualClock } from 'tailcut';
-import { RouteState, runRace, validateClientOptions } from 'tailcut/engine';
+import { Hedger, VirtualClock, validateClientOptions } from 'tailcut/engine';
 import { rng } from '../random.js';
 
 /** Options of {@link simulateTrace}. */
@@ -44,7 +43,7 @@ export interface SimResult {
 /**
  * Replays recorded attempt latencies through tailcut's real engine under a virtual clock: each
  * attempt of each call draws a latency from the trace (seeded), calls arrive at `rate`, and the
- * engine hedges as it would in production. Simulated time runs as fast as the CPU allows.
+ * engine hedges as it would in production, with the same HTTP policy and budget. Simulated time runs as fast as the CPU allows.
  */
 export function simulate(
   latencies: number[],
@@ -54,13 +53,20 @@ export function simulate(
   calls: number,
 ): SimResult {
   const clock = new VirtualClock();
-  const settings = validateClientOptions({
-    routes: [
-      { name: 'sim', hedge: { percentile, maxAttempts: 2, minSamples: 20, initialDelayMs: 1000 } },
-    ],
-  });
-  const route = new RouteState(settings.routes[0] as never, clock);
-  const budgetState = new HedgeBudget({ ratio: budget, minPerSecond: 0, clock });
+  const hedger = new Hedger(
+    validateClientOptions({
+      routes: [
+        {
+          name: 'sim',
+          hedge: { percentile, maxAttempts: 2, minSamples: 20, initialDelayMs: 1000 },
+        },
+      ],
+      budget: { ratio: budget, minPerSecond: 0 },
+      clock,
+    }),
+  );
+  const route = hedger.routes[0] as (typeof hedger.routes)[number];
+  const answer = { status: 200 };
   const random = rng(11);
   const draw = () => latencies[Math.floor(random() * latencies.length)] as number;
   const result = hdr.build({
@@ -73,22 +79,23 @@ export function simulate(
     clock.setTimeout(
       () => {
         const start = clock.now();
-        runRace<number>(
-          {
-            route,
-            budget: budgetState,
-            clock,
-            maxAttempts: 2,
-            run(ctx, report) {
-              attempts++;
-              const timer = clock.setTimeout(() => report.commit(1), draw());
-              ctx.onCancel({ cancel: () => clock.clearTimeout(timer) });
-            },
-            judge: () => 'accept',
-            discard: () => {},
+        const call = hedger.call({
+          route,
+          method: 'GET',
+          origin: 'http://replica.sim',
+          maxAttempts: 2,
+          request: () => ({ method: 'GET', path: '/', headers: {}, text: () => undefined }),
+          run(ctx, report) {
+            attempts++;
+            const timer = clock.setTimeout(() => report.commit(answer), draw());
+            ctx.onCancel({ cancel: () => clock.clearTimeout(timer) });
           },
-          () => result.recordValue(Math.max(1, Math.round((clock.now() - start) * 1000))),
-        );
+          discard: () => {},
+        });
+        call.start(() => {
+          call.end(undefined, { status: 200 });
+          result.recordValue(Math.max(1, Math.round((clock.now() - start) * 1000)));
+        });
       },
       (i * 1000) / rate,
     );

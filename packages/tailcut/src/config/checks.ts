@@ -28,7 +28,8 @@ export function checkObject(
   return value;
 }
 
-interface NumberRule {
+/** The range a number option accepts. */
+export interface NumberRule {
   min?: number;
   max?: number;
   /** Excludes `min` itself. */

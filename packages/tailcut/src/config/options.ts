@@ -1,6 +1,10 @@
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
-import type { BudgetOptions, HedgeBudget } from '../budget/budget.js';
+import type { HedgeBudget } from '../budget/port.js';
+import type { Clock } from '../clock.js';
+import type { KeyRequest } from '../request-view.js';
+
+export type { KeyRequest };
 
 /** Hedging settings of a route. Every field is optional; defaults are in the README. */
 export interface HedgeOptions {
@@ -28,16 +32,6 @@ export interface RouteMatch {
   host?: string;
   /** Path: exact (`/v1/chat`), prefix (`/v1/*`) or a RegExp tested against the pathname. */
   path?: string | RegExp;
-}
-
-/** What a route's `key` function sees of a request; reading it never consumes the body. */
-export interface KeyRequest {
-  method: string;
-  /** Path and query, as sent. */
-  path: string;
-  headers: Readonly<Record<string, string | string[]>>;
-  /** The body as text when it is in memory (string, bytes, buffered stream), else undefined. */
-  text(): string | undefined;
 }
 
 /** A replica with headers of its own (for example an API key per region). */
@@ -86,6 +80,27 @@ export interface RouteOptions {
   chunkTimeoutMs?: number;
 }
 
+/** Options of a hedge budget (the `budget` option, or `createBudget(options)`). */
+export interface BudgetOptions {
+  /** Hedges allowed per call made, 0..1. Default 0.05 (5% extra load). */
+  ratio?: number;
+  /** Hedges always allowed per second, whatever the call rate (a floor for quiet clients). Default 10. */
+  minPerSecond?: number;
+  /** How long a deposit lives, in ms, so that a quiet period cannot bank a burst. Default 10,000. */
+  ttlMs?: number;
+  /** Hedges allowed in flight at once; a hedge over the cap is skipped, never queued. Default 100. */
+  maxConcurrentHedges?: number;
+  /**
+   * Weighs each call (for example an estimate of its prompt tokens) so that the extra load is
+   * bounded in the unit the provider bills: a call deposits `ratio × cost`, its hedge withdraws
+   * `cost`, and `minPerSecond` is in that unit too. Default: every call costs 1. A function that
+   * throws or returns a negative or non-finite number counts as 1.
+   */
+  cost?: (request: KeyRequest) => number;
+  /** Time source (tests and simulations). Default: the client's clock, or the real clock. */
+  clock?: Clock;
+}
+
 /** Options of {@link createHedgedFetch}. */
 export interface HedgedFetchOptions {
   /** Routes, tried in order; a request that matches none passes through unhedged. */
@@ -102,4 +117,10 @@ export interface HedgedFetchOptions {
   meterProvider?: MeterProvider;
   /** OpenTelemetry TracerProvider for tailcut's spans. Default: the global one. */
   tracerProvider?: TracerProvider;
+  /**
+   * The client's time source: hedge delays, windows, the budget it creates and telemetry all
+   * read it. Default: the real clock. A `VirtualClock` (from `tailcut/engine`) makes tests and
+   * simulations deterministic.
+   */
+  clock?: Clock;
 }

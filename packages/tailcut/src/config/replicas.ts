@@ -1,4 +1,6 @@
 import { invalid, isObject } from './checks.js';
+import type { ReplicaOptions } from './options.js';
+import { type OptionTable, readOptions } from './table.js';
 
 /** Hosts that serve cloud instance metadata (credentials): never a replica. */
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', '[fd00:ec2::254]']);
@@ -31,6 +33,48 @@ function validateHeaders(option: string, value: unknown): Record<string, string>
   return out;
 }
 
+/** Checks one origin (string or URL) at `option`; returns it serialised. */
+function checkOrigin(option: string, entry: unknown): string {
+  if (typeof entry !== 'string' && !(entry instanceof URL)) {
+    invalid(option, entry, 'an http(s) origin string or URL');
+  }
+  let url: URL;
+  try {
+    url = new URL(String(entry));
+  } catch {
+    invalid(option, entry, 'a valid absolute URL such as "http://10.0.0.1:8000"');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    invalid(option, entry, 'an http: or https: origin');
+  }
+  if (url.username !== '' || url.password !== '') {
+    invalid(option, entry, 'an origin without credentials (userinfo)');
+  }
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
+    invalid(option, entry, 'an origin without path, query or fragment');
+  }
+  if (isLinkLocal(url.hostname) || METADATA_HOSTS.has(url.hostname)) {
+    invalid(option, entry, 'not a link-local or cloud-metadata address');
+  }
+  return url.origin;
+}
+
+/** The options of a replica given as an object. */
+export const REPLICA_OPTIONS = {
+  origin: {
+    default: '(required)',
+    valid: 'http(s) origin (string or URL)',
+    doc: 'where the attempts go',
+    check: checkOrigin,
+  },
+  headers: {
+    default: 'none',
+    valid: 'object of header names to strings',
+    doc: "headers only this replica's attempts carry (an API key per region): any name a replica sets is removed from the caller's headers for every attempt, so no attempt carries another replica's credential",
+    check: validateHeaders,
+  },
+} satisfies OptionTable<ReplicaOptions>;
+
 /**
  * Validates a replica list: origins as strings or URLs, or `{ origin, headers }` for a replica
  * with credentials of its own. Replicas are an allowlist: http/https only, no userinfo, no path,
@@ -42,41 +86,16 @@ export function validateReplicas(option: string, value: unknown): ReplicaSetting
   }
   const seen = new Set<string>();
   return value.map((item: unknown, i: number) => {
-    let at = `${option}[${i}]`;
-    let entry = item;
-    let headers: Record<string, string> | undefined;
-    if (isObject(item) && !(item instanceof URL)) {
-      for (const key of Object.keys(item)) {
-        if (key !== 'origin' && key !== 'headers')
-          invalid(`${at}.${key}`, item[key], 'one of origin, headers');
-      }
-      headers = validateHeaders(`${at}.headers`, item.headers);
-      entry = item.origin;
-      at = `${at}.origin`;
+    const at = `${option}[${i}]`;
+    const replica =
+      isObject(item) && !(item instanceof URL)
+        ? readOptions(at, item, REPLICA_OPTIONS)
+        : { origin: checkOrigin(at, item), headers: undefined };
+    if (seen.has(replica.origin)) {
+      const given = isObject(item) && !(item instanceof URL);
+      invalid(given ? `${at}.origin` : at, given ? item.origin : item, 'unique (listed twice)');
     }
-    if (typeof entry !== 'string' && !(entry instanceof URL)) {
-      invalid(at, entry, 'an http(s) origin string or URL');
-    }
-    let url: URL;
-    try {
-      url = new URL(String(entry));
-    } catch {
-      invalid(at, entry, 'a valid absolute URL such as "http://10.0.0.1:8000"');
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      invalid(at, entry, 'an http: or https: origin');
-    }
-    if (url.username !== '' || url.password !== '') {
-      invalid(at, entry, 'an origin without credentials (userinfo)');
-    }
-    if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
-      invalid(at, entry, 'an origin without path, query or fragment');
-    }
-    if (isLinkLocal(url.hostname) || METADATA_HOSTS.has(url.hostname)) {
-      invalid(at, entry, 'not a link-local or cloud-metadata address');
-    }
-    if (seen.has(url.origin)) invalid(at, entry, 'unique (this origin is listed twice)');
-    seen.add(url.origin);
-    return { origin: url.origin, headers };
+    seen.add(replica.origin);
+    return replica;
   });
 }

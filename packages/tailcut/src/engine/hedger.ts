@@ -1,9 +1,13 @@
-import type { BudgetStats, HedgeBudget } from '../budget/budget.js';
-import type { Clock } from '../clock.js';
+import { BUDGET_PORT, type BudgetPort, type BudgetStats, isHedgeBudget } from '../budget/port.js';
+import { TokenBudget } from '../budget/token-budget.js';
+import { type Clock, realClock } from '../clock.js';
 import type { ClientSettings } from '../config/validate.js';
 import type { RequestTarget } from '../routes/matcher.js';
-import type { TailStats } from '../telemetry/tail.js';
+import { Call, type CallHost, type CallSpec } from './call.js';
+import type { CallListener, EngineListener } from './listener.js';
+import type { Answer } from './policy.js';
 import { type RouteCounters, RouteState } from './route-state.js';
+import type { TailStats } from './tail-window.js';
 
 /** A route's figures, as `stats()` reports them. */
 export interface RouteStats extends RouteCounters {
@@ -23,20 +27,40 @@ export interface HedgeStats {
   budget: BudgetStats;
 }
 
-/**
- * The transport-independent state of one client: its routes (first match wins), their
- * estimators and counters, and the budget. Transports (fetch, the undici interceptor) hold one
- * and hand each routed call to `race`.
- */
-export class Hedger {
-  readonly routes: readonly RouteState[];
-  readonly budget: HedgeBudget;
-  readonly clock: Clock;
+/** A listener that observes nothing. */
+const SILENT: CallListener = {
+  attemptStarted: () => undefined,
+  attemptEnded() {},
+  hedge() {},
+  firstByte() {},
+  chunkGap() {},
+  ended() {},
+};
 
-  constructor(settings: ClientSettings, clock: Clock) {
-    this.routes = settings.routes.map((route) => new RouteState(route, clock));
-    this.budget = settings.budget;
+/**
+ * The transport-independent state of one client: its clock, routes (first match wins), their
+ * estimators and counters, the budget, and the listener (telemetry) that observes it all.
+ * Transports (the undici interceptor, and fetch over it) and the lab's simulator hold one and
+ * hand each routed call to {@link Hedger.call}.
+ */
+export class Hedger implements CallHost {
+  readonly routes: readonly RouteState[];
+  readonly budget: BudgetPort;
+  readonly clock: Clock;
+  private readonly listener: EngineListener | undefined;
+
+  /**
+   * `listen` makes the client's listener (telemetry) once the engine exists, so that it can
+   * read the engine's state (gauges); without it, nothing is observed.
+   */
+  constructor(settings: ClientSettings, listen?: (hedger: Hedger) => EngineListener) {
+    const clock = settings.clock ?? realClock;
     this.clock = clock;
+    this.routes = settings.routes.map((route) => new RouteState(route, clock));
+    this.budget = isHedgeBudget(settings.budget)
+      ? settings.budget[BUDGET_PORT]
+      : new TokenBudget(settings.budget, clock);
+    this.listener = listen?.(this);
   }
 
   /** The first route matching `method` (upper case) and `target`, if any. */
@@ -47,9 +71,18 @@ export class Hedger {
     return undefined;
   }
 
+  /** Prepares a routed call; `start` it to race its attempts. */
+  call<T extends Answer>(spec: CallSpec<T>): Call<T> {
+    return new Call(this, spec);
+  }
+
+  callStarted(route: RouteState, method: string): CallListener {
+    return this.listener?.callStarted(route, method) ?? SILENT;
+  }
+
   /** Current delay, window size and counters per route, and the budget's balance. */
   stats(): HedgeStats {
-    const routes: Record<string, RouteStats> = {};
+    const routes: Record<string, RouteStats> = Object.create(null);
     for (const route of this.routes) {
       routes[route.settings.name] = {
         ...route.counters,

@@ -1,4 +1,4 @@
-import type { HedgeBudget } from '../budget/budget.js';
+import type { BudgetPort } from '../budget/port.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { DelayEstimator } from '../delay/estimator.js';
 import { loserAbortError } from '../errors.js';
@@ -47,7 +47,7 @@ export type Verdict = 'accept' | 'retry' | 'fail';
 /** One call to race, as a transport describes it. */
 export interface RaceSpec<T> extends RaceObserver<T> {
   route: RouteState;
-  budget: HedgeBudget;
+  budget: BudgetPort;
   clock: Clock;
   /** The caller's signal, if any: aborts every attempt and ends the race with its reason. */
   signal?: AbortSignal | undefined;
@@ -71,9 +71,8 @@ export type AttemptOutcome = 'won' | 'lost' | 'failed' | 'cancelled';
 /** What became of a hedge the engine considered, as telemetry names it. */
 export type HedgeOutcome = 'sent' | 'won' | 'denied_budget' | 'denied_concurrency' | 'no_replica';
 
-/** Optional hooks a transport implements to observe a race (telemetry). */
+/** Optional hooks to observe a race (telemetry, overload policy). */
 export interface RaceObserver<T> {
-  onAttemptStart?(ctx: AttemptContext): void;
   /** `result` is set for a `won` attempt and a failed one that answered; `error` otherwise. */
   onAttemptEnd?(
     ctx: AttemptContext,
@@ -288,7 +287,6 @@ class Race<T> implements RaceHandle {
         (this.spec.estimator ?? route.estimator).delayMs(),
       );
     }
-    this.spec.onAttemptStart?.(attempt);
     try {
       this.spec.run(attempt, attempt);
     } catch (err) {

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { RouteSettings } from '../config/validate.js';
 import { DelayEstimator } from '../delay/estimator.js';
 import { ReplicaPicker } from '../replicas/picker.js';
-import { TailWindow } from '../telemetry/tail.js';
+import { TailWindow } from './tail-window.js';
 
 /** Counters of one route since the client was created. */
 export interface RouteCounters {

@@ -1,4 +1,6 @@
 import { invalid, isObject } from '../config/checks.js';
+import type { RouteMatch } from '../config/options.js';
+import { type OptionTable, readOptions } from '../config/table.js';
 
 /** The parts of a request a route matches on. */
 export interface RequestTarget {
@@ -60,18 +62,33 @@ function compilePath(option: string, value: unknown): ((pathname: string) => boo
   return (pathname) => pathname === value;
 }
 
+/** The `match` options: each compiles to a test, or undefined for "any". */
+export const MATCH_OPTIONS = {
+  method: {
+    default: 'any',
+    valid: 'method token or array of them, case-insensitive',
+    doc: 'the request method',
+    check: compileMethods,
+  },
+  host: {
+    default: 'any',
+    valid: '`host` or `host:port`, case-insensitive',
+    doc: 'compared with the request URL',
+    check: compileHost,
+  },
+  path: {
+    default: 'any',
+    valid: '`/exact`, `/prefix/*`, or a RegExp without `g`/`y`',
+    doc: 'tested against the pathname (no query); a RegExp runs on every call, so a pattern with catastrophic backtracking blocks the event loop',
+    check: compilePath,
+  },
+} satisfies OptionTable<RouteMatch>;
+
 /** Compiles a route's `match` option; `option` is the path used in error messages. */
 export function compileMatch(option: string, value: unknown): RouteMatcher {
   if (value === undefined) return () => true;
   if (!isObject(value)) invalid(option, value, 'an object with method, host and/or path');
-  for (const key of Object.keys(value)) {
-    if (key !== 'method' && key !== 'host' && key !== 'path') {
-      invalid(`${option}.${key}`, value[key], 'one of method, host, path');
-    }
-  }
-  const methods = compileMethods(`${option}.method`, value.method);
-  const host = compileHost(`${option}.host`, value.host);
-  const path = compilePath(`${option}.path`, value.path);
+  const { method: methods, host, path } = readOptions(option, value, MATCH_OPTIONS);
   return (method, target) =>
     (methods === undefined || methods.has(method)) &&
     (host === undefined || host(target)) &&

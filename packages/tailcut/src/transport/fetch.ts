@@ -1,10 +1,8 @@
 import * as undici from 'undici';
-import { realClock } from '../clock.js';
+import { createClient } from '../client.js';
 import type { HedgedFetchOptions } from '../config/options.js';
-import { validateClientOptions } from '../config/validate.js';
-import { Hedger, type HedgeStats } from '../engine/hedger.js';
+import type { HedgeStats } from '../engine/hedger.js';
 import { TailcutError } from '../errors.js';
-import { createInterceptor } from './interceptor.js';
 import { toUndiciCall } from './request.js';
 import { linkSignal } from './signal.js';
 
@@ -32,10 +30,8 @@ export interface HedgedFetch {
  * when the configuration is invalid.
  */
 export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
-  const settings = validateClientOptions(options);
-  const hedger = new Hedger(settings, realClock);
-  const interceptor = createInterceptor(hedger, settings);
-  const base = options.dispatcher ?? new undici.Agent();
+  const { settings, hedger, interceptor } = createClient(options);
+  const base = settings.dispatcher ?? new undici.Agent();
   const dispatcher = base.compose(interceptor);
   // A dispatcher passed per call (init.dispatcher) gets the same interceptor, composed once.
   const composed = new WeakMap<undici.Dispatcher, undici.Dispatcher>();
@@ -77,7 +73,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     stats: () => hedger.stats(),
     async close() {
       closed = true;
-      if (options.dispatcher === undefined) await base.close();
+      if (settings.dispatcher === undefined) await base.close();
     },
   });
 }

@@ -17,7 +17,7 @@ export function normal(random: () => number): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
-/** DESIGN.md's D2: lognormal, median 20 ms, sigma 0.4, plus 1% of attempts slowed x10. */
+/** docs/design.md's D2: lognormal, median 20 ms, sigma 0.4, plus 1% of attempts slowed x10. */
 export function d2(random: () => number): number {
   const base = 20 * Math.exp(0.4 * normal(random));
   return random() < 0.01 ? base * 10 : base;

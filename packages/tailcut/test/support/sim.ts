@@ -1,8 +1,9 @@
-import type { RouteOptions } from '../../src/config/options.js';
+import type { BudgetOptions, RouteOptions } from '../../src/config/options.js';
 import { validateClientOptions } from '../../src/config/validate.js';
+import { BUDGET_PORT, VirtualClock } from '../../src/engine/index.js';
 import { type AttemptContext, type RaceWin, race } from '../../src/engine/race.js';
 import { RouteState } from '../../src/engine/route-state.js';
-import { HedgeBudget, VirtualClock } from '../../src/index.js';
+import { createBudget } from '../../src/index.js';
 
 /** How a simulated attempt ends. */
 export type SimOutcome = { ms: number; result: 'ok' | 'retry' | 'fail' | 'error' };
@@ -19,14 +20,11 @@ export interface SimAttempt {
 }
 
 /** A route and budget under a virtual clock, with attempts whose latencies the test chooses. */
-export function simulation(
-  route: Partial<RouteOptions>,
-  budget: ConstructorParameters<typeof HedgeBudget>[0] = {},
-) {
+export function simulation(route: Partial<RouteOptions>, budget: BudgetOptions = {}) {
   const clock = new VirtualClock();
   const settings = validateClientOptions({ routes: [{ name: 'sim', ...route }] });
   const state = new RouteState(settings.routes[0] as never, clock);
-  const hedgeBudget = new HedgeBudget({ ...budget, clock });
+  const hedgeBudget = createBudget({ ...budget, clock })[BUDGET_PORT];
   const attempts: SimAttempt[] = [];
 
   /** Runs one call whose attempt `i` behaves as `outcome(i)`. */

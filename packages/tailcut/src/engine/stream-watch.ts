@@ -1,7 +1,12 @@
 import type { Clock, TimerHandle } from '../clock.js';
-import type { RouteState } from '../engine/route-state.js';
 import { TailcutError } from '../errors.js';
-import type { Telemetry } from '../telemetry/telemetry.js';
+import type { RouteState } from './route-state.js';
+
+/** Where a watch reports the body's timing, ms. */
+export interface StreamSink {
+  firstByte(ms: number): void;
+  chunkGap(ms: number): void;
+}
 
 /**
  * Watches the body of a call's answer as the caller gets it: time to first byte and the gaps
@@ -17,17 +22,15 @@ export class StreamWatch {
   constructor(
     private readonly route: RouteState,
     private readonly clock: Clock,
-    private readonly telemetry: Telemetry,
     /** Clock reading when the call started. */
     private readonly callStartedAt: number,
+    private readonly sink: StreamSink,
     /** Called when the body stalls past the route's chunkTimeoutMs. */
     private readonly onStall: (error: TailcutError) => void,
     /** True while the caller holds the body back (its pauses are not the server's stalls). */
     private readonly callerPaused: () => boolean,
-  ) {}
-
-  /** The answer's headers reached the caller: the chunk clock starts. */
-  start(): void {
+  ) {
+    // The answer's headers reached the caller: the chunk clock starts.
     this.last = this.clock.now();
     const timeout = this.route.settings.chunkTimeoutMs;
     if (timeout !== undefined) this.arm(timeout);
@@ -35,18 +38,18 @@ export class StreamWatch {
 
   chunk(): void {
     const now = this.clock.now();
-    if (this.count === 0) this.telemetry.recordFirstByte(this.route, now - this.callStartedAt);
-    else this.telemetry.recordChunkGap(this.route, now - this.last);
+    if (this.count === 0) this.sink.firstByte(now - this.callStartedAt);
+    else this.sink.chunkGap(now - this.last);
     this.count++;
     this.last = now;
   }
 
-  end(): void {
-    if (this.done) return;
+  /** The body ended (or failed): stops the timer; returns the chunks delivered. */
+  end(): number {
     this.done = true;
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.count > 0) this.telemetry.recordChunks(this.route, this.count);
+    return this.count;
   }
 
   private arm(ms: number): void {

@@ -1,46 +1,14 @@
 import { type Clock, realClock } from '../clock.js';
-import type { KeyRequest } from '../config/options.js';
-import { validateBudgetOptions } from '../config/validate-budget.js';
-
-/** Options of a hedge budget. */
-export interface BudgetOptions {
-  /** Hedges allowed per call made, 0..1. Default 0.05 (5% extra load). */
-  ratio?: number;
-  /** Hedges always allowed per second, whatever the call rate (a floor for quiet clients). Default 10. */
-  minPerSecond?: number;
-  /** How long a deposit lives, in ms, so that a quiet period cannot bank a burst. Default 10,000. */
-  ttlMs?: number;
-  /** Hedges allowed in flight at once; a hedge over the cap is skipped, never queued. Default 100. */
-  maxConcurrentHedges?: number;
-  /**
-   * Weighs each call (for example an estimate of its prompt tokens) so that the extra load is
-   * bounded in the unit the provider bills: a call deposits `ratio × cost`, its hedge withdraws
-   * `cost`, and `minPerSecond` is in that unit too. Default: every call costs 1. A function that
-   * throws or returns a negative or non-finite number counts as 1.
-   */
-  cost?: (request: KeyRequest) => number;
-  /** Time source (tests and simulations). Default: the real clock. */
-  clock?: Clock;
-}
-
-/** Why a hedge was or was not allowed. */
-export type HedgeGrant = 'granted' | 'denied_budget' | 'denied_concurrency';
-
-/** A point-in-time view of a budget. */
-export interface BudgetStats {
-  /** Whole hedges the budget would allow right now. */
-  tokens: number;
-  /** Hedges in flight now. */
-  inFlightHedges: number;
-  /** Hedges granted since creation. */
-  granted: number;
-  /** Hedges refused by the token balance since creation. */
-  deniedBudget: number;
-  /** Hedges refused by the concurrency cap since creation. */
-  deniedConcurrency: number;
-  /** Overload signals (429, 503, connection refused) withdrawn from the balance since creation. */
-  penalties: number;
-}
+import { type BudgetSettings, validateBudgetOptions } from '../config/budget-table.js';
+import type { BudgetOptions } from '../config/options.js';
+import type { KeyRequest } from '../request-view.js';
+import {
+  BUDGET_PORT,
+  type BudgetPort,
+  type BudgetStats,
+  type HedgeBudget,
+  type HedgeGrant,
+} from './port.js';
 
 const UNIT = 1_000_000;
 const SLICES = 10;
@@ -53,7 +21,7 @@ const SLICES = 10;
  * `ratio × calls (in that window and the ttl before it) + minPerSecond × ttl`.
  * Amounts are integers (millionths of a token): the arithmetic is exact.
  */
-export class HedgeBudget {
+export class TokenBudget implements BudgetPort, HedgeBudget {
   private readonly clock: Clock;
   private readonly depositAmount: number;
   private readonly ratio: number;
@@ -70,16 +38,20 @@ export class HedgeBudget {
   private deniedConcurrency = 0;
   private penalties = 0;
 
-  constructor(options: BudgetOptions = {}) {
-    const o = validateBudgetOptions(options, 'budget');
-    this.clock = options.clock ?? realClock;
+  /** `clock` is used when the settings name none (a client's budget runs on the client's clock). */
+  constructor(o: BudgetSettings, clock: Clock = realClock) {
+    this.clock = o.clock ?? clock;
     this.depositAmount = Math.round(o.ratio * UNIT);
     this.ratio = o.ratio;
-    this.costFn = options.cost;
+    this.costFn = o.cost;
     this.reserve = Math.round(o.minPerSecond * (o.ttlMs / 1000) * UNIT);
     this.sliceMs = o.ttlMs / SLICES;
     this.maxConcurrent = o.maxConcurrentHedges;
     this.sliceIndex = Math.floor(this.clock.now() / this.sliceMs);
+  }
+
+  get [BUDGET_PORT](): BudgetPort {
+    return this;
   }
 
   /** Credits the budget for one call. The engine calls this once per routed call. */
@@ -89,7 +61,7 @@ export class HedgeBudget {
 
   /**
    * Asks for one hedge costing `cost` (1 unless the budget weighs calls with `cost`). When
-   * granted, the caller must call {@link HedgeBudget.release} once the hedge attempt has ended.
+   * granted, the caller must call {@link TokenBudget.release} once the hedge attempt has ended.
    */
   acquire(cost = 1): HedgeGrant {
     if (this.inFlight >= this.maxConcurrent) {
@@ -176,8 +148,9 @@ export class HedgeBudget {
 
 /**
  * Creates a hedge budget that several clients can share (pass it as their `budget` option), so
- * that the extra load stays bounded across all of them.
+ * that the extra load stays bounded across all of them. Throws a `TailcutError`
+ * (`TAILCUT_INVALID_OPTION`) naming the option and value when an option is invalid.
  */
 export function createBudget(options: BudgetOptions = {}): HedgeBudget {
-  return new HedgeBudget(options);
+  return new TokenBudget(validateBudgetOptions(options, 'budget'));
 }

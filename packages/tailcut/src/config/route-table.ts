@@ -1,0 +1,173 @@
+import type { KeyRequest } from '../request-view.js';
+import { compileMatch } from '../routes/matcher.js';
+import { checkNumber, invalid, isObject } from './checks.js';
+import type { HedgeOptions, RouteOptions } from './options.js';
+import { validateReplicas } from './replicas.js';
+import { booleanOption, functionOption, numberOption, optionalNumberOption } from './specs.js';
+import { type OptionTable, readOptions, type SettingsOf } from './table.js';
+
+/** Hard cap on attempts per call, whatever the configuration. */
+export const MAX_ATTEMPTS_CAP = 5;
+
+/** Statuses that are not acceptable answers unless a route says otherwise. */
+export const DEFAULT_RETRY_ON: readonly number[] = [408, 429, 500, 502, 503, 504];
+
+const MS = { min: 0, max: 3_600_000 };
+
+/** The options of `route.hedge`. */
+export const HEDGE_OPTIONS = {
+  percentile: numberOption(
+    95,
+    { min: 0, max: 100, minExclusive: true, maxExclusive: true },
+    {
+      valid: 'number in (0, 100)',
+      doc: 'percentile of recent latencies after which a hedge is sent',
+    },
+  ),
+  maxAttempts: numberOption(
+    2,
+    { min: 1, max: MAX_ATTEMPTS_CAP, integer: true },
+    { valid: `integer 1 … ${MAX_ATTEMPTS_CAP}`, doc: 'attempts per call, primary included' },
+  ),
+  initialDelayMs: numberOption(100, MS, {
+    valid: '0 … 3,600,000',
+    doc: 'the delay until the window holds `minSamples` latencies',
+  }),
+  minDelayMs: numberOption(1, MS, {
+    valid: '0 … 3,600,000, ≤ `maxDelayMs`',
+    doc: 'lower clamp of the learned delay',
+  }),
+  maxDelayMs: numberOption(30_000, MS, {
+    valid: '0 … 3,600,000',
+    doc: 'upper clamp of the learned delay',
+  }),
+  windowMs: numberOption(
+    30_000,
+    { min: 1_000, max: 3_600_000, integer: true },
+    { valid: 'integer 1,000 … 3,600,000', doc: 'length of the rolling latency window' },
+  ),
+  minSamples: numberOption(
+    20,
+    { min: 1, max: 1_000_000, integer: true },
+    {
+      valid: 'integer 1 … 1,000,000',
+      doc: 'latencies in the window before the percentile is trusted',
+    },
+  ),
+} satisfies OptionTable<HedgeOptions>;
+
+/** `route.hedge` after validation. */
+export type HedgeSettings = SettingsOf<typeof HEDGE_OPTIONS>;
+
+function checkHedge(option: string, value: unknown): HedgeSettings | false {
+  if (value === false) return false;
+  if (value !== undefined && !isObject(value)) invalid(option, value, 'an object or false');
+  const hedge = readOptions(option, value ?? {}, HEDGE_OPTIONS);
+  if (hedge.minDelayMs > hedge.maxDelayMs) {
+    invalid(
+      `${option}.minDelayMs`,
+      hedge.minDelayMs,
+      `<= ${option}.maxDelayMs (${hedge.maxDelayMs})`,
+    );
+  }
+  return hedge;
+}
+
+function checkName(option: string, value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    invalid(option, value, 'a non-empty string');
+  }
+  return value;
+}
+
+function checkCommitOn(option: string, value: unknown): 'headers' | 'first-byte' {
+  if (value === undefined) return 'headers';
+  if (value !== 'headers' && value !== 'first-byte') {
+    invalid(option, value, '"headers" or "first-byte"');
+  }
+  return value;
+}
+
+function checkRetryOn(option: string, value: unknown): ReadonlySet<number> {
+  if (value === undefined) return new Set(DEFAULT_RETRY_ON);
+  if (!Array.isArray(value)) invalid(option, value, 'an array of HTTP status codes (100..599)');
+  return new Set(
+    value.map((status: unknown, i: number) =>
+      checkNumber(`${option}[${i}]`, status, 0, { min: 100, max: 599, integer: true }),
+    ),
+  );
+}
+
+const POSITIVE_MS = { min: 0, max: 3_600_000, minExclusive: true };
+
+/** The options of a route. */
+export const ROUTE_OPTIONS = {
+  name: {
+    default: '(required)',
+    valid: 'non-empty string, unique',
+    doc: 'label in `stats()`, metrics and traces',
+    check: checkName,
+  },
+  match: {
+    default: 'every request',
+    valid: 'object: `method`, `host`, `path` (below)',
+    doc: 'which requests the route applies to; the first matching route wins',
+    check: compileMatch,
+  },
+  replicas: {
+    default: "the request's own origin",
+    valid:
+      'non-empty array of unique http(s) origins (string, URL, or `{ origin, headers }`): no userinfo, path, query, fragment, link-local or cloud-metadata address',
+    doc: "where attempts go; the request URL's origin is rewritten per attempt, path and query stay",
+    check: (option: string, value: unknown) =>
+      value === undefined ? [] : validateReplicas(option, value),
+  },
+  idempotent: booleanOption(
+    false,
+    'allows hedging methods other than GET/HEAD/OPTIONS; every attempt then carries one `Idempotency-Key`',
+  ),
+  hedge: {
+    default: '`{}`',
+    valid: 'object (below), or `false` to never hedge the route',
+    doc: 'when and how often to hedge',
+    check: checkHedge,
+  },
+  commitOn: {
+    default: "`'headers'`",
+    valid: "`'headers'` | `'first-byte'`",
+    doc: 'when an attempt wins: on its response headers, or on the first body byte of an acceptable answer',
+    check: checkCommitOn,
+  },
+  retryOn: {
+    default: `\`[${DEFAULT_RETRY_ON.join(', ')}]\``,
+    valid: 'array of integers 100 … 599',
+    doc: 'statuses that are not acceptable answers: the next attempt goes at once',
+    check: checkRetryOn,
+  },
+  sloMs: optionalNumberOption(POSITIVE_MS, {
+    valid: 'number > 0, ≤ 3,600,000',
+    doc: 'calls slower end to end count as slow (metrics, `stats()`)',
+  }),
+  chunkTimeoutMs: optionalNumberOption(POSITIVE_MS, {
+    valid: 'number > 0, ≤ 3,600,000',
+    doc: 'longest pause between body chunks of the answer (from its headers); past it the call fails with `TAILCUT_CHUNK_TIMEOUT` (pauses of the caller itself do not count)',
+  }),
+  key: functionOption<(request: KeyRequest) => string | undefined>(
+    '(request) => string | undefined',
+    {
+      default: 'none',
+      doc: 'a conditioning key (e.g. the model from the JSON body, via `request.text()`, which does not consume the body): each key learns its own delay; a throwing function counts as no key',
+    },
+  ),
+  maxKeys: numberOption(
+    100,
+    { min: 1, max: 100_000, integer: true },
+    {
+      valid: 'integer 1 … 100,000',
+      doc: 'keys with an estimator of their own; the least recently used is dropped',
+    },
+  ),
+} satisfies OptionTable<RouteOptions>;
+
+/** A route's options as validated, before the engine derives its settings. */
+export type RouteInput = SettingsOf<typeof ROUTE_OPTIONS>;

@@ -1,0 +1,161 @@
+import type { Dispatcher } from 'undici';
+import { verdict } from '../engine/policy.js';
+import type { AttemptContext, AttemptReport } from '../engine/race.js';
+import type { RouteState } from '../engine/route-state.js';
+import type { CallController } from './call-controller.js';
+
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+type Headers = Record<string, string | string[] | undefined>;
+
+/** What the winner tells its call as the caller gets the body. */
+export interface Delivery {
+  chunk(): void;
+  end(error: unknown): void;
+}
+
+/**
+ * The handler of one attempt. It reports at the commit point (response start, or first body
+ * chunk); the race decides synchronously, so a winner is attached to the caller's handler at
+ * once and its body flows straight through. A result the race keeps for later (the last
+ * failure, returned if nothing better comes) is held, its socket paused, until it is attached or
+ * cancelled.
+ */
+export class AttemptHandler implements Handler {
+  status = 0;
+  private state: 'waiting' | 'held' | 'attached' | 'cancelled' = 'waiting';
+  private controller: Controller | undefined;
+  private pausedHeld = false;
+  private cancelReason: unknown;
+  private headers: Headers = {};
+  private statusMessage: string | undefined;
+  private chunks: Buffer[] = [];
+  private ending: { trailers: Headers } | { error: Error } | undefined;
+  private caller: { handler: Handler; controller: CallController } | undefined;
+  /** Told of each chunk the caller gets, and of the end (undefined) or error it gets. */
+  private delivery: Delivery | undefined;
+  constructor(
+    private readonly report: AttemptReport<AttemptHandler>,
+    private readonly route: RouteState,
+    private readonly ctx: AttemptContext,
+  ) {}
+
+  /** The answer's Retry-After header, if any. */
+  get retryAfter(): string | string[] | undefined {
+    return this.headers['retry-after'];
+  }
+
+  onRequestStart(controller: Controller): void {
+    this.controller = controller;
+    if (this.state === 'cancelled') controller.abort(this.cancelReason as Error);
+  }
+
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: Headers,
+    statusMessage?: string,
+  ): void {
+    if (statusCode < 200 || this.state === 'cancelled') return; // 1xx: not the answer
+    this.controller = controller;
+    this.status = statusCode;
+    this.headers = headers;
+    this.statusMessage = statusMessage;
+    // Commit on the headers, unless the route commits on the first byte of an acceptable answer.
+    if (
+      this.route.settings.commitOn !== 'first-byte' ||
+      verdict(this.route, statusCode, this.ctx.kind) !== 'accept'
+    ) {
+      this.commit();
+    }
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    if (this.state === 'cancelled') return;
+    const caller = this.caller;
+    if (caller !== undefined && this.chunks.length === 0) {
+      this.delivery?.chunk();
+      caller.handler.onResponseData?.(caller.controller, chunk);
+      return;
+    }
+    this.chunks.push(chunk);
+    if (this.state === 'waiting') this.commit();
+    if (this.state === 'held' && !this.pausedHeld) {
+      this.pausedHeld = true;
+      controller.pause();
+    }
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    this.finishWith({ trailers });
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    if (this.state === 'waiting') {
+      this.state = 'cancelled';
+      this.report.fail(error);
+      return;
+    }
+    this.finishWith({ error });
+  }
+
+  /** Hands the response, from its start, to the caller's handler. */
+  attach(handler: Handler, controller: CallController, delivery: Delivery): void {
+    this.delivery = delivery;
+    this.state = 'attached';
+    this.caller = { handler, controller };
+    if (this.controller !== undefined) controller.attach(this.controller);
+    controller.onResume = () => this.flush();
+    handler.onResponseStart?.(controller, this.status, this.headers, this.statusMessage);
+    this.flush();
+  }
+
+  /** Aborts the attempt (lost, not needed, or the caller aborted). */
+  cancel(reason: unknown): void {
+    if (this.state === 'cancelled') return;
+    this.state = 'cancelled';
+    this.cancelReason = reason;
+    this.chunks = [];
+    this.controller?.abort(reason as Error);
+  }
+
+  private commit(): void {
+    this.state = 'held';
+    this.report.commit(this);
+  }
+
+  private finishWith(end: { trailers: Headers } | { error: Error }): void {
+    if (this.state === 'cancelled') return;
+    this.ending = end;
+    // An empty body ends the response: that is its commit point too.
+    if (this.state === 'waiting') this.commit();
+    else if (this.state === 'attached') this.flush();
+  }
+
+  /** Delivers held chunks and the end to the caller, as far as the caller is not paused. */
+  private flush(): void {
+    const caller = this.caller;
+    if (caller === undefined) return;
+    const { handler, controller } = caller;
+    while (this.chunks.length > 0) {
+      if (controller.paused || controller.aborted) return;
+      this.delivery?.chunk();
+      handler.onResponseData?.(controller, this.chunks.shift() as Buffer);
+    }
+    const end = this.ending;
+    if (end !== undefined) {
+      // The caller stays attached: if its onResponseEnd throws (undici's retry handler does,
+      // to ask for a retry), undici reports that error here and it is forwarded too.
+      this.ending = undefined;
+      this.delivery?.end('trailers' in end ? undefined : end.error);
+      if ('trailers' in end) handler.onResponseEnd?.(controller, end.trailers);
+      else handler.onResponseError?.(controller, end.error);
+      return;
+    }
+    controller.onResume = undefined;
+    if (this.pausedHeld && !controller.paused) {
+      this.pausedHeld = false;
+      this.controller?.resume();
+    }
+  }
+}

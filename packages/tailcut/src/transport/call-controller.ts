@@ -1,0 +1,60 @@
+import type { Dispatcher } from 'undici';
+import type { RaceHandle } from '../engine/race.js';
+
+type Controller = Dispatcher.DispatchController;
+
+/**
+ * The controller the caller's handler gets. Before the race is decided, abort ends the race
+ * (cancelling every attempt); after, pause, resume and abort go to the winning attempt.
+ */
+export class CallController implements Controller {
+  private raceHandle: RaceHandle | undefined;
+  private winner: Controller | undefined;
+  private pausedByCaller = false;
+  private abortReason: Error | null = null;
+  /** Runs when the caller resumes: flushes what the winner held before it was attached. */
+  onResume: (() => void) | undefined;
+
+  get aborted(): boolean {
+    return this.abortReason !== null;
+  }
+  get paused(): boolean {
+    return this.pausedByCaller;
+  }
+  get reason(): Error | null {
+    return this.abortReason;
+  }
+  get rawHeaders() {
+    return this.winner?.rawHeaders ?? null;
+  }
+  get rawTrailers() {
+    return this.winner?.rawTrailers ?? null;
+  }
+
+  bind(race: RaceHandle): void {
+    this.raceHandle = race;
+  }
+
+  attach(winner: Controller): void {
+    this.winner = winner;
+  }
+
+  abort(reason: Error): void {
+    if (this.abortReason !== null) return;
+    this.abortReason = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    this.raceHandle?.abort(this.abortReason);
+    this.winner?.abort(this.abortReason);
+  }
+
+  pause(): void {
+    this.pausedByCaller = true;
+    this.winner?.pause();
+  }
+
+  resume(): void {
+    if (!this.pausedByCaller) return;
+    this.pausedByCaller = false;
+    if (this.onResume) this.onResume();
+    else this.winner?.resume();
+  }
+}
