@@ -42,16 +42,35 @@ export function isTailcutError(err: unknown, code?: TailcutErrorCode): err is Ta
   return err instanceof TailcutError && (code === undefined || err.code === code);
 }
 
-/** Renders a configuration value for an error message: short, unambiguous, never throws. */
+/** A value that must not appear in messages (a header value: it may be a credential). */
+export class Secret {
+  constructor(readonly length: number) {}
+}
+
+/** Replaces the userinfo of URLs in `text` (`http://user:pass@host` → `http://***@host`). */
+function redactUserinfo(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1***@');
+}
+
+/**
+ * Renders a configuration value for an error message: short, unambiguous, never throws, and
+ * never repeats a secret into logs (URL userinfo and header values are redacted).
+ */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (value instanceof Secret) return `a value of ${value.length} characters (not shown)`;
+  if (typeof value === 'string') return redactUserinfo(JSON.stringify(value));
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
-  if (value instanceof RegExp || value instanceof URL) return String(value);
+  if (value instanceof RegExp) return String(value);
+  if (value instanceof URL) return redactUserinfo(value.href);
   if (Array.isArray(value)) return `array(${value.length})`;
   if (value !== null && typeof value === 'object') {
     try {
-      const json = JSON.stringify(value);
+      const json = redactUserinfo(
+        JSON.stringify(value, (key, v) =>
+          key === 'headers' && v !== null && typeof v === 'object' ? '(not shown)' : v,
+        ),
+      );
       return json.length > 80 ? `${json.slice(0, 77)}...` : json;
     } catch {
       return Object.prototype.toString.call(value);

@@ -102,7 +102,7 @@ const bad: [string, unknown, string, string][] = [
     'replica with userinfo',
     { routes: [{ ...base, replicas: ['http://u:p@a'] }] },
     'routes[0].replicas[0]',
-    '"http://u:p@a"',
+    '"http://***@a"',
   ],
   [
     'replica with path',
@@ -133,13 +133,65 @@ const bad: [string, unknown, string, string][] = [
     'replica headers not strings',
     { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-api-key': 1 } }] }] },
     'routes[0].replicas[0].headers.x-api-key',
-    '1',
+    '"number"',
   ],
   [
     'replica header with CRLF',
     { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-k': 'a\r\nb' } }] }] },
     'routes[0].replicas[0].headers.x-k',
-    '"a\\r\\nb"',
+    'a value of 4 characters (not shown)',
+  ],
+  [
+    'replica header with NUL',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-k': 'a\0b' } }] }] },
+    'routes[0].replicas[0].headers.x-k',
+    'not shown',
+  ],
+  [
+    'replica header not Latin-1',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'x-k': 'ключ' } }] }] },
+    'routes[0].replicas[0].headers.x-k',
+    'not shown',
+  ],
+  [
+    'replica header pinning the Idempotency-Key',
+    {
+      routes: [
+        { ...base, replicas: [{ origin: 'http://a', headers: { 'Idempotency-Key': 'static' } }] },
+      ],
+    },
+    'routes[0].replicas[0].headers.Idempotency-Key',
+    '"Idempotency-Key"',
+  ],
+  [
+    'replica header transfer-encoding',
+    {
+      routes: [
+        { ...base, replicas: [{ origin: 'http://a', headers: { 'transfer-encoding': 'x' } }] },
+      ],
+    },
+    'routes[0].replicas[0].headers.transfer-encoding',
+    '"transfer-encoding"',
+  ],
+  [
+    'replica header content-length',
+    {
+      routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { 'content-length': '1' } }] }],
+    },
+    'routes[0].replicas[0].headers.content-length',
+    '"content-length"',
+  ],
+  [
+    'metadata replica as IPv4-mapped IPv6',
+    { routes: [{ ...base, replicas: ['http://[::ffff:169.254.169.254]'] }] },
+    'routes[0].replicas[0]',
+    'not a link-local or cloud-metadata address',
+  ],
+  [
+    'metadata replica with a trailing dot',
+    { routes: [{ ...base, replicas: ['http://metadata.google.internal.'] }] },
+    'routes[0].replicas[0]',
+    'not a link-local or cloud-metadata address',
   ],
   [
     'replica object without origin',
@@ -222,6 +274,36 @@ describe('configuration validation', () => {
       budget: shared,
     });
     expect(f.stats().routes.chat).toMatchObject({ calls: 0, delayMs: 100, samples: 0 });
+    await f.close();
+  });
+
+  it('never repeats a secret into an error message (userinfo, header values)', () => {
+    const secrets = [
+      { routes: [{ ...base, replicas: ['http://u:TOPSECRET@127.0.0.1:1'] }] },
+      { routes: [{ ...base, replicas: [new URL('http://u:TOPSECRET@127.0.0.1:1')] }] },
+      {
+        routes: [
+          { ...base, replicas: [{ origin: 'http://a', headers: { k: 'TOPSECRET\r\nx: y' } }] },
+        ],
+      },
+      { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: 'TOPSECRET' }] }] },
+      { routes: [{ ...base, replicas: { origin: 'http://a', headers: { k: 'TOPSECRET' } } }] },
+    ];
+    for (const options of secrets) {
+      expect(() => createHedgedFetch(options as never)).toThrow(TailcutError);
+      try {
+        createHedgedFetch(options as never);
+      } catch (err) {
+        expect((err as Error).message).not.toContain('TOPSECRET');
+      }
+    }
+  });
+
+  it('keeps a route named __proto__ in stats()', async () => {
+    const f = createHedgedFetch({ routes: [{ name: '__proto__' }, { name: 'constructor' }] });
+    const routes = f.stats().routes;
+    expect(Object.keys(routes)).toEqual(['__proto__', 'constructor']);
+    expect(routes.__proto__).toMatchObject({ calls: 0 });
     await f.close();
   });
 

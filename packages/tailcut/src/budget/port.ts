@@ -34,6 +34,8 @@ export interface BudgetPort {
   acquire(cost?: number): HedgeGrant;
   /** Marks a granted hedge as ended (won, lost, failed or cancelled). */
   release(): void;
+  /** Gives back the token of a granted hedge that never reached the fleet (its dispatch failed at once). */
+  refund(cost?: number): void;
   /** Withdraws one token for an overload signal (429, 503, connection refused). */
   penalize(): void;
   /** True when calls are weighed by a cost function (the engine then asks `costOf`). */

@@ -111,6 +111,11 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
     if (this.inFlight > 0) this.inFlight--;
   }
 
+  refund(cost = 1): void {
+    this.add(cost === 1 ? UNIT : Math.round(cost * UNIT));
+    if (this.granted > 0) this.granted--;
+  }
+
   /** Current balance and counters. */
   stats(): BudgetStats {
     this.rotate();

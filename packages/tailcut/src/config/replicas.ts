@@ -1,14 +1,58 @@
+import { Secret } from '../errors.js';
 import { invalid, isObject } from './checks.js';
 import type { ReplicaOptions } from './options.js';
 import { type OptionTable, readOptions } from './table.js';
 
 /** Hosts that serve cloud instance metadata (credentials): never a replica. */
-const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', '[fd00:ec2::254]']);
+const METADATA_HOSTS = new Set([
+  'metadata.google.internal',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+  '100.100.100.200', // Alibaba Cloud
+  '[fd00:ec2::254]', // AWS over IPv6
+]);
 
-function isLinkLocal(hostname: string): boolean {
-  if (/^169\.254\.\d{1,3}\.\d{1,3}$/.test(hostname)) return true;
-  return /^\[fe[89ab][0-9a-f]:/i.test(hostname);
+/**
+ * A URL's hostname as the network will resolve it: without the trailing dot of a fully
+ * qualified name, and an IPv4 address embedded in IPv6 (`[::ffff:169.254.169.254]`, which the
+ * URL parser writes `[::ffff:a9fe:a9fe]`) as the IPv4 address it reaches.
+ */
+function effectiveHost(hostname: string): string {
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
+  const mapped = /^\[::(?:ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(host);
+  if (mapped === null) return host;
+  const hi = Number.parseInt(mapped[1] as string, 16);
+  const lo = Number.parseInt(mapped[2] as string, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
+
+function isLinkLocal(host: string): boolean {
+  if (/^169\.254\.\d{1,3}\.\d{1,3}$/.test(host)) return true;
+  return /^\[fe[89ab][0-9a-f]:/i.test(host);
+}
+
+/**
+ * Header names a replica may not set: Host is set per origin; the Idempotency-Key belongs to
+ * the call (a fixed one would make a de-duplicating server answer every call with the first
+ * one's result); the others frame the message or the connection, which undici owns.
+ */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'idempotency-key',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+  'proxy-connection',
+]);
+
+/** Header values are visible ASCII and Latin-1 with spaces and tabs: no CR, LF, NUL or controls. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** A validated replica: its origin, and the headers only its attempts carry. */
 export interface ReplicaSettings {
@@ -21,14 +65,25 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function validateHeaders(option: string, value: unknown): Record<string, string> | undefined {
   if (value === undefined) return undefined;
-  if (!isObject(value)) invalid(option, value, 'an object of header names to string values');
+  if (!isObject(value)) {
+    invalid(option, new Secret(String(value).length), 'an object of header names to string values');
+  }
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(value)) {
     if (!TOKEN.test(name)) invalid(`${option}.${name}`, name, 'a header name');
-    if (typeof v !== 'string' || /[\r\n]/.test(v))
-      invalid(`${option}.${name}`, v, 'a string without CR or LF');
-    if (name.toLowerCase() === 'host') invalid(`${option}.${name}`, v, 'not Host (set per origin)');
-    out[name.toLowerCase()] = v;
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower)) {
+      invalid(`${option}.${name}`, name, 'not a header tailcut or undici sets per call');
+    }
+    if (typeof v !== 'string') invalid(`${option}.${name}`, typeof v, 'a string');
+    if (!FIELD_VALUE.test(v)) {
+      invalid(
+        `${option}.${name}`,
+        new Secret(v.length),
+        'a header value (Latin-1, no CR, LF, NUL or other control characters)',
+      );
+    }
+    out[lower] = v;
   }
   return out;
 }
@@ -53,7 +108,8 @@ function checkOrigin(option: string, entry: unknown): string {
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
     invalid(option, entry, 'an origin without path, query or fragment');
   }
-  if (isLinkLocal(url.hostname) || METADATA_HOSTS.has(url.hostname)) {
+  const host = effectiveHost(url.hostname);
+  if (isLinkLocal(host) || METADATA_HOSTS.has(host)) {
     invalid(option, entry, 'not a link-local or cloud-metadata address');
   }
   return url.origin;

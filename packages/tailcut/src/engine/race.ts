@@ -110,6 +110,8 @@ class Attempt<T> implements AttemptContext, AttemptReport<T> {
   readonly startedAt: number;
   private readonly owner: Race<T>;
   private reported = false;
+  /** True when the attempt failed while it was being started (its dispatch failed at once). */
+  failedAtLaunch = false;
   private controller: AbortController | undefined;
   private canceller: Cancellable | undefined;
   private cancelledWith: { reason: unknown } | undefined;
@@ -152,6 +154,7 @@ class Attempt<T> implements AttemptContext, AttemptReport<T> {
   fail(error: unknown): void {
     if (this.reported) return;
     this.reported = true;
+    this.failedAtLaunch = this.owner.launching === this;
     this.owner.onError(this, error);
   }
 
@@ -173,6 +176,8 @@ class Race<T> implements RaceHandle {
   private timer: TimerHandle | undefined;
   private fallback: { value: T; attempt: Attempt<T> } | undefined;
   private lastError: unknown;
+  /** The attempt being started right now, if any. */
+  launching: Attempt<T> | undefined;
   /** How many times in a row the budget or the cap refused this call's timed hedge. */
   private refusals = 0;
   private readonly onTimer = () => {
@@ -264,7 +269,7 @@ class Race<T> implements RaceHandle {
     if (attempt.kind === 'hedge') this.spec.budget.release();
   }
 
-  private launch(kind: AttemptKind, replica: number): void {
+  private launch(kind: AttemptKind, replica: number): Attempt<T> {
     const { route, clock, maxAttempts } = this.spec;
     const tried = this.tried;
     const attempt = new Attempt(
@@ -287,11 +292,14 @@ class Race<T> implements RaceHandle {
         (this.spec.estimator ?? route.estimator).delayMs(),
       );
     }
+    this.launching = attempt;
     try {
       this.spec.run(attempt, attempt);
     } catch (err) {
       attempt.fail(err);
     }
+    this.launching = undefined;
+    return attempt;
   }
 
   /** Sends one more attempt if attempts, replicas and budget allow; says which it was. */
@@ -313,9 +321,15 @@ class Race<T> implements RaceHandle {
       spec.onHedge?.(grant);
       return 'refused';
     }
+    const attempt = this.launch('hedge', replica);
+    if (attempt.failedAtLaunch) {
+      // Its dispatch failed at once (a closed dispatcher, a bad request): nothing reached the
+      // fleet, so it was not sent and its token goes back.
+      budget.refund(spec.cost);
+      return 'none';
+    }
     counters.hedgesSent++;
     spec.onHedge?.('sent');
-    this.launch('hedge', replica);
     return 'sent';
   }
 

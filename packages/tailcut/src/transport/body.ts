@@ -117,16 +117,22 @@ async function buffer(source: ChunkSource, limits: BufferLimits): Promise<Prepar
   const chunks: Uint8Array[] = [];
   let size = 0;
   const release = () => limits.quota.give(size);
-  for (;;) {
-    const r = await source();
-    if (r.done) break;
-    const chunk = toBytes(r.value);
-    if (size + chunk.byteLength > limits.perCall || !limits.quota.take(chunk.byteLength)) {
+  try {
+    for (;;) {
+      const r = await source();
+      if (r.done) break;
+      const chunk = toBytes(r.value);
+      if (size + chunk.byteLength > limits.perCall || !limits.quota.take(chunk.byteLength)) {
+        chunks.push(chunk);
+        return sendOnce(chunks, source, release);
+      }
+      size += chunk.byteLength;
       chunks.push(chunk);
-      return sendOnce(chunks, source, release);
     }
-    size += chunk.byteLength;
-    chunks.push(chunk);
+  } catch (err) {
+    // The body failed while being read: nothing will be sent, so its bytes go back at once.
+    release();
+    throw err;
   }
   const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
   return { ...fixed(bytes), release };

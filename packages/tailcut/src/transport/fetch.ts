@@ -12,7 +12,11 @@ export interface HedgedFetch {
   (input: string | URL | Request, init?: RequestInit): Promise<Response>;
   /** Per-route delay, window size and counters, and the budget's balance. */
   stats(): HedgeStats;
-  /** Rejects further calls and closes the dispatcher this client created (not one passed in). */
+  /**
+   * Rejects further calls (`TAILCUT_CLOSED`), waits for the calls in flight to be answered,
+   * then closes the dispatcher this client created (not one passed in), which lets their
+   * bodies finish.
+   */
   close(): Promise<void>;
 }
 
@@ -32,7 +36,7 @@ export interface HedgedFetch {
 export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   const { settings, hedger, interceptor } = createClient(options);
   const base = settings.dispatcher ?? new undici.Agent();
-  const dispatcher = base.compose(interceptor);
+  const hedged = base.compose(interceptor);
   // A dispatcher passed per call (init.dispatcher) gets the same interceptor, composed once.
   const composed = new WeakMap<undici.Dispatcher, undici.Dispatcher>();
   const withHedging = (d: undici.Dispatcher) => {
@@ -43,29 +47,38 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     }
     return c;
   };
+  /** Calls not yet answered: close() waits for them. */
+  const inFlight = new Set<Promise<unknown>>();
   let closed = false;
 
-  const hedgedFetch = async (input: string | URL | Request, init?: RequestInit) => {
-    if (closed) {
-      throw new TailcutError(
-        'TAILCUT_CLOSED',
-        'tailcut: this hedged fetch was closed with close()',
-      );
-    }
+  async function send(input: string | URL | Request, init?: RequestInit): Promise<undici.Response> {
     const call = await toUndiciCall(input, init as undici.RequestInit | undefined);
     const own = call.init.dispatcher;
-    call.init.dispatcher = own === undefined ? dispatcher : withHedging(own);
+    call.init.dispatcher = followOnce(own === undefined ? hedged : withHedging(own), own ?? base);
     const caller = call.init.signal;
     if (caller === undefined || caller === null) return undici.fetch(call.input, call.init);
     if (caller.aborted) throw caller.reason;
     const link = linkSignal(caller);
     call.init.signal = link.signal;
     try {
-      return link.finish(await undici.fetch(call.input, call.init));
+      return link.keep(await undici.fetch(call.input, call.init));
     } catch (err) {
       link.release();
       throw err;
     }
+  }
+
+  const hedgedFetch = (input: string | URL | Request, init?: RequestInit) => {
+    if (closed) {
+      return Promise.reject(
+        new TailcutError('TAILCUT_CLOSED', 'tailcut: this hedged fetch was closed with close()'),
+      );
+    }
+    const pending = send(input, init);
+    inFlight.add(pending);
+    const settled = () => inFlight.delete(pending);
+    pending.then(settled, settled);
+    return pending;
   };
 
   // undici's Response is the WHATWG Response the global types describe.
@@ -73,7 +86,25 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     stats: () => hedger.stats(),
     async close() {
       closed = true;
+      await Promise.allSettled([...inFlight]);
       if (settings.dispatcher === undefined) await base.close();
     },
   });
+}
+
+/**
+ * The dispatcher of one fetch call. Its request, and the redirects fetch follows on the same
+ * origin, go through hedging; a redirect to another origin leaves the route's service, so it
+ * goes to the plain dispatcher (else a route without `match.host` would match the redirect's
+ * target and send it back to its replicas).
+ */
+function followOnce(hedged: undici.Dispatcher, plain: undici.Dispatcher): undici.Dispatcher {
+  let first: string | undefined;
+  return {
+    dispatch(opts: undici.Dispatcher.DispatchOptions, handler: undici.Dispatcher.DispatchHandler) {
+      const origin = String(opts.origin);
+      first ??= origin;
+      return (origin === first ? hedged : plain).dispatch(opts, handler);
+    },
+  } as undici.Dispatcher;
 }

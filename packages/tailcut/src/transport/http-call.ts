@@ -65,13 +65,18 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     const target = ctx.origin ?? this.origin;
     const headers = this.headersFor(target, ctx.replica);
     const body = (this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
+    // An attempt that carries a replica's credentials follows no redirect below tailcut (an
+    // inner redirect interceptor would send them to the Location's origin): the 3xx goes to the
+    // caller, and whatever follows it outside tailcut sends the caller's own headers.
+    const credentialed = this.route.settings.replicaHeaderNames.length > 0;
     if (trace === undefined) {
       const unchanged =
         target === this.origin &&
         headers === (opts.headers ?? null) &&
-        body === (opts.body ?? null);
+        body === (opts.body ?? null) &&
+        !credentialed;
       this.dispatch(
-        unchanged ? opts : { ...opts, origin: target, headers, body: body ?? null },
+        unchanged ? opts : withAttempt(opts, target, headers, body, credentialed),
         attempt,
       );
       return;
@@ -81,7 +86,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     const carrier = toHeaderRecord(headers);
     propagation.inject(trace as Context, carrier);
     context.with(trace as Context, () =>
-      this.dispatch({ ...opts, origin: target, headers: carrier, body: body ?? null }, attempt),
+      this.dispatch(withAttempt(opts, target, carrier, body, credentialed), attempt),
     );
   }
 
@@ -142,4 +147,22 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     this.headersElsewhere ??= attemptHeaders(this.callHeaders(), false, [], undefined);
     return this.headersElsewhere;
   }
+}
+
+/** The dispatch options of one attempt. */
+function withAttempt(
+  opts: Dispatcher.DispatchOptions,
+  origin: string,
+  headers: DispatchHeaders | null,
+  body: Dispatcher.DispatchOptions['body'],
+  noRedirects: boolean,
+): Dispatcher.DispatchOptions {
+  const out: Dispatcher.DispatchOptions & { maxRedirections?: number } = {
+    ...opts,
+    origin,
+    headers,
+    body: body ?? null,
+  };
+  if (noRedirects) out.maxRedirections = 0;
+  return out;
 }

@@ -3,7 +3,7 @@ import type { Hedger } from '../engine/hedger.js';
 import type { BufferLimits } from './body.js';
 import { CallController } from './call-controller.js';
 import { HttpCall } from './http-call.js';
-import { OriginCache, pathnameOf } from './origins.js';
+import { followsRedirectElsewhere, OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall } from './plan.js';
 
 /**
@@ -27,7 +27,9 @@ export function createInterceptor(
         hostname: parsed.hostname,
         pathname: pathnameOf(opts.path),
       });
-      if (route === undefined) return dispatch(opts, handler);
+      if (route === undefined || followsRedirectElsewhere(handler, parsed.origin)) {
+        return dispatch(opts, handler);
+      }
       const controller = new CallController();
       handler.onRequestStart?.(controller, {});
       const start = (plan: CallPlan) => {

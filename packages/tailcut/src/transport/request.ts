@@ -16,6 +16,12 @@ interface RequestLike {
   bodyUsed: boolean;
   signal?: AbortSignal;
   redirect?: undici.RequestRedirect;
+  integrity?: string;
+  referrer?: string;
+  referrerPolicy?: undici.ReferrerPolicy | '';
+  cache?: undici.RequestCache;
+  credentials?: undici.RequestCredentials;
+  keepalive?: boolean;
 }
 
 function isRequestLike(value: unknown): value is RequestLike {
@@ -53,7 +59,16 @@ export async function toUndiciCall(
       headers: [...input.headers],
       signal: input.signal ?? null,
     };
+    // Everything of the Request that fetch acts on: an integrity mismatch must still reject.
     if (input.redirect !== undefined) fromRequest.redirect = input.redirect;
+    if (input.integrity) fromRequest.integrity = input.integrity;
+    if (input.referrer !== undefined && input.referrer !== 'about:client') {
+      fromRequest.referrer = input.referrer;
+    }
+    if (input.referrerPolicy) fromRequest.referrerPolicy = input.referrerPolicy;
+    if (input.cache !== undefined && input.cache !== 'default') fromRequest.cache = input.cache;
+    if (input.credentials !== undefined) fromRequest.credentials = input.credentials;
+    if (input.keepalive === true) fromRequest.keepalive = true;
     if (input.body !== null) {
       fromRequest.body = input.body;
       fromRequest.duplex = 'half';

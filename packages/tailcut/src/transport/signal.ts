@@ -1,14 +1,17 @@
-import * as undici from 'undici';
+import type * as undici from 'undici';
 
-/** Removes listeners of responses that were dropped unread, when they are collected. */
-const unread = new FinalizationRegistry<() => void>((cleanup) => cleanup());
+/** Unlinks a call from its caller's signal once its body is collected. */
+const bodies = new FinalizationRegistry<() => void>((cleanup) => cleanup());
 
 /** How a call listens to the caller's signal: one listener, removed when the call is done. */
 export interface SignalLink {
   /** The signal to give undici.fetch for this call alone. */
   signal: AbortSignal;
-  /** Hands the response to the caller: the listener stays until its body ends. */
-  finish(res: undici.Response): undici.Response;
+  /**
+   * Hands undici's own Response to the caller, untouched: the call stays linked (a later abort
+   * still errors an unread body, as with plain fetch) until its body is collected.
+   */
+  keep(res: undici.Response): undici.Response;
   /** Removes the listener (the call failed before a response). */
   release(): void;
 }
@@ -25,9 +28,8 @@ const linked = new WeakMap<AbortSignal, Links>();
  * Links a caller's signal to one call. undici.fetch keeps its listener on the caller's signal
  * until the request is garbage-collected, so a long-lived signal shared by many calls collects
  * thousands of listeners (and MaxListenersExceededWarning). Here a caller's signal carries one
- * listener however many calls are in flight with it, and a call leaves it when it settles, or
- * when its body ends, errors or is cancelled; an unread body leaves when it is collected. The
- * listener goes when the last call leaves.
+ * listener however many calls are linked to it; a call leaves when it fails, or when its
+ * response body is collected. The listener goes when the last call leaves.
  */
 export function linkSignal(caller: AbortSignal): SignalLink {
   const controller = new AbortController();
@@ -60,46 +62,11 @@ export function linkSignal(caller: AbortSignal): SignalLink {
   return {
     signal: controller.signal,
     release,
-    finish(res) {
-      if (res.body === null) {
-        release();
-        return res;
-      }
-      const reader = res.body.getReader();
-      const body = new ReadableStream<Uint8Array>(
-        {
-          async pull(stream) {
-            try {
-              const r = await reader.read();
-              if (r.done) {
-                release();
-                stream.close();
-              } else {
-                stream.enqueue(r.value);
-              }
-            } catch (err) {
-              release();
-              stream.error(err);
-            }
-          },
-          cancel(reason) {
-            release();
-            return reader.cancel(reason);
-          },
-        },
-        { highWaterMark: 0 },
-      );
-      const out = new undici.Response(body, {
-        status: res.status,
-        statusText: res.statusText,
-        headers: res.headers,
-      });
-      Object.defineProperties(out, {
-        url: { value: res.url, enumerable: true },
-        redirected: { value: res.redirected, enumerable: true },
-      });
-      unread.register(out, release);
-      return out;
+    keep(res) {
+      // The body stream is reachable from the Response and from any reader of it.
+      if (res.body === null) release();
+      else bodies.register(res.body, release);
+      return res;
     },
   };
 }
