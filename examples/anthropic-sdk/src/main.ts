@@ -72,7 +72,7 @@ const hedgedFetch = createHedgedFetch({
         { origin: west.origin, headers: { 'x-api-key': 'key-west' } },
       ],
       idempotent: true,
-      commitOn: 'first-byte',
+      commitOn: 'first-token',
       hedge: { percentile: 90, initialDelayMs: 100, minSamples: 10 },
     },
   ],

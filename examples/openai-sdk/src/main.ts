@@ -1,7 +1,7 @@
 /**
  * The openai SDK with tailcut: streaming chat completions hedged on the time to first token.
  * Two local OpenAI-compatible replicas flush their headers at once and then think; one of them
- * sometimes stalls before its first token. With `commitOn: 'first-byte'`, a stalled stream is
+ * sometimes stalls before its first token. With `commitOn: 'first-token'`, a stalled stream is
  * hedged and the SDK reads the winner's stream only.
  *
  *   node examples/openai-sdk/dist/main.js
@@ -49,7 +49,7 @@ const hedgedFetch = createHedgedFetch({
       match: { method: 'POST', path: '/v1/chat/completions' },
       replicas: [a.origin, b.origin],
       idempotent: true, // every attempt carries one Idempotency-Key
-      commitOn: 'first-byte', // the race is on the first token, not on the 200
+      commitOn: 'first-token', // the race is on the first generated token, not on the 200 or early events
       chunkTimeoutMs: 5_000, // a stream that stalls mid-way fails instead of hanging
       key: (req) => (JSON.parse(req.text() ?? '{}') as { model?: string }).model, // a delay per model
       hedge: { percentile: 90, initialDelayMs: 100, minSamples: 10 },

@@ -23,7 +23,8 @@ commands:
              --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
              [--out FILE]  [--quick]
-  inference  time to first token with and without hedging on a streaming fleet with stalls,
+  inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
+             Anthropic-style streaming fleets with early events and TTFT stalls,
              and the budget when the fleet answers 429 to 30% of calls
 
 options:

@@ -47,29 +47,35 @@ export class Secret {
   constructor(readonly length: number) {}
 }
 
-/** Replaces the userinfo of URLs in `text` (`http://user:pass@host` → `http://***@host`). */
-function redactUserinfo(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1***@');
+/**
+ * Hides what may be a credential in the URLs of `text`: the userinfo (everything between `://`
+ * and the last `@` before the path, spaces, `#` and extra `@` included), the query and the
+ * fragment (`?api_key=…`).
+ */
+function redactUrls(text: string): string {
+  return text
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/]*@/gi, '$1***@')
+    .replace(/([?#])[^"\s]+/g, '$1***');
 }
 
 /**
  * Renders a configuration value for an error message: short, unambiguous, never throws, and
- * never repeats a secret into logs (URL userinfo and header values are redacted).
+ * never repeats a secret into logs (URL userinfo, query and fragment are hidden, and so are the
+ * strings inside objects).
  */
 export function describeValue(value: unknown): string {
   if (value instanceof Secret) return `a value of ${value.length} characters (not shown)`;
-  if (typeof value === 'string') return redactUserinfo(JSON.stringify(value));
+  if (typeof value === 'string') return redactUrls(JSON.stringify(value));
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
   if (value instanceof RegExp) return String(value);
-  if (value instanceof URL) return redactUserinfo(value.href);
+  if (value instanceof URL) return redactUrls(value.href);
   if (Array.isArray(value)) return `array(${value.length})`;
   if (value !== null && typeof value === 'object') {
     try {
-      const json = redactUserinfo(
-        JSON.stringify(value, (key, v) =>
-          key === 'headers' && v !== null && typeof v === 'object' ? '(not shown)' : v,
-        ),
+      // The strings inside an object (header values, keys) are never shown: only its shape.
+      const json = JSON.stringify(value, (key, v) =>
+        key !== '' && typeof v === 'string' ? '…' : v,
       );
       return json.length > 80 ? `${json.slice(0, 77)}...` : json;
     } catch {

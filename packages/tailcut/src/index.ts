@@ -3,12 +3,14 @@ export { createBudget } from './budget/token-budget.js';
 export type { Clock, TimerHandle } from './clock.js';
 export type {
   BudgetOptions,
+  FirstTokenRule,
   HedgedFetchOptions,
   HedgeOptions,
   KeyRequest,
   ReplicaOptions,
   RouteMatch,
   RouteOptions,
+  StreamEvent,
 } from './config/options.js';
 export type { HedgeStats, RouteStats } from './engine/hedger.js';
 export type { RouteCounters } from './engine/route-state.js';

@@ -288,14 +288,61 @@ describe('configuration validation', () => {
       },
       { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: 'TOPSECRET' }] }] },
       { routes: [{ ...base, replicas: { origin: 'http://a', headers: { k: 'TOPSECRET' } } }] },
+      { routes: [{ ...base, replicas: ['http://us er:TOPSECRET@10.0.0.1'] }] },
+      { routes: [{ ...base, replicas: ['http://u:p@TOPSECRET@10.0.0.1'] }] },
+      { routes: [{ ...base, replicas: ['http://u:TOP#SECRET@10.0.0.1'] }] },
+      { routes: [{ ...base, replicas: ['http://10.0.0.1/?api_key=TOPSECRET'] }] },
+      { routes: [{ ...base, headers: { authorization: 'Bearer TOPSECRET' } }] },
+      {
+        routes: [
+          { ...base, replicas: [{ origin: 'http://a', header: { authorization: 'TOPSECRET' } }] },
+        ],
+      },
     ];
     for (const options of secrets) {
       expect(() => createHedgedFetch(options as never)).toThrow(TailcutError);
       try {
         createHedgedFetch(options as never);
       } catch (err) {
-        expect((err as Error).message).not.toContain('TOPSECRET');
+        expect((err as Error).message).not.toMatch(/TOPSECRET|TOP#SECRET|SECRET/);
       }
+    }
+  });
+
+  it('refuses replica headers given as a Headers or a Map, or a name given twice', () => {
+    for (const headers of [
+      new Headers({ authorization: 'K' }),
+      new Map([['authorization', 'K']]),
+    ]) {
+      expect(() =>
+        createHedgedFetch({
+          routes: [{ ...base, replicas: [{ origin: 'http://a', headers } as never] }],
+        }),
+      ).toThrow(/routes\[0\]\.replicas\[0\]\.headers.*plain object/);
+    }
+    expect(() =>
+      createHedgedFetch({
+        routes: [
+          { ...base, replicas: [{ origin: 'http://a', headers: { 'x-k': 'a', 'X-K': 'b' } }] },
+        ],
+      }),
+    ).toThrow(/headers\.X-K/);
+  });
+
+  it('refuses metadata addresses in every IPv6 spelling that reaches IPv4', () => {
+    for (const host of [
+      '[::ffff:169.254.169.254]',
+      '[::169.254.169.254]',
+      '[::ffff:0:a9fe:a9fe]',
+      '[64:ff9b::169.254.169.254]',
+      '[2002:a9fe:a9fe::]',
+      '2852039166',
+      '0xa9fea9fe',
+      'METADATA.google.internal.',
+    ]) {
+      expect(() =>
+        createHedgedFetch({ routes: [{ ...base, replicas: [`http://${host}`] }] }),
+      ).toThrow(/link-local or cloud-metadata/);
     }
   });
 
@@ -303,7 +350,8 @@ describe('configuration validation', () => {
     const f = createHedgedFetch({ routes: [{ name: '__proto__' }, { name: 'constructor' }] });
     const routes = f.stats().routes;
     expect(Object.keys(routes)).toEqual(['__proto__', 'constructor']);
-    expect(routes.__proto__).toMatchObject({ calls: 0 });
+    const proto = Object.entries(routes).find(([name]) => name === '__proto__')?.[1];
+    expect(proto).toMatchObject({ calls: 0 });
     await f.close();
   });
 

@@ -30,10 +30,12 @@ describe('HTTP policy (engine)', () => {
 
   it('judges statuses: retryable ones, a hedge’s 409, everything else accepted', () => {
     const { state } = route({ retryOn: [503] });
-    expect(verdict(state, 503, 'primary')).toBe('retry');
-    expect(verdict(state, 500, 'primary')).toBe('accept');
-    expect(verdict(state, 409, 'hedge')).toBe('fail');
-    expect(verdict(state, 409, 'primary')).toBe('accept');
+    expect(verdict(state, { status: 503 }, 'primary')).toBe('retry');
+    expect(verdict(state, { status: 500 }, 'primary')).toBe('accept');
+    expect(verdict(state, { status: 409 }, 'hedge')).toBe('fail');
+    expect(verdict(state, { status: 409 }, 'primary')).toBe('accept');
+    // A streamed answer that failed before its first output is not an answer.
+    expect(verdict(state, { status: 200, streamFailed: true }, 'primary')).toBe('retry');
   });
 
   it('backs off on overload: 429/503/refused withdraw a token; Retry-After holds a replica', () => {

@@ -83,6 +83,53 @@ describe('redirects', () => {
   });
 });
 
+describe('redirects to another origin, whatever follows them', () => {
+  it('reach their target unhedged: fetch over hedge(), and an interceptor between hedge and redirect', async () => {
+    const target = await replica('target');
+    const service = await replica('service', (_n, seen) =>
+      seen.url === '/start'
+        ? { status: 302, headers: { location: `${target.origin}/landed` } }
+        : {},
+    );
+    const routes = [
+      { name: 'r', replicas: [{ origin: service.origin, headers: { 'x-api-key': 'SECRET' } }] },
+    ];
+    const viaFetch = new undici.Agent().compose(hedge({ routes }));
+    const res = await undici.fetch(`${service.origin}/start`, { dispatcher: viaFetch });
+    expect(await res.text()).toBe('ok from target');
+    await viaFetch.close();
+    const layered = new undici.Agent().compose(
+      hedge({ routes }),
+      undici.interceptors.retry(),
+      undici.interceptors.redirect({ maxRedirections: 3 }),
+    );
+    const r2 = await undici.request(`${service.origin}/start`, { dispatcher: layered });
+    expect(await r2.body.text()).toBe('ok from target');
+    await layered.close();
+    expect(service.seen.map((s) => s.url)).toEqual(['/start', '/start']);
+    expect(target.seen.map((s) => s.headers['x-api-key'])).toEqual([undefined, undefined]);
+  });
+
+  it('a route with replicas and no match.host leaves other origins alone', async () => {
+    const mine = await replica('mine');
+    const thirdParty = await replica('third-party');
+    const hf = createHedgedFetch({
+      routes: [
+        {
+          name: 'r',
+          match: { path: '/v1/*' },
+          replicas: [{ origin: mine.origin, headers: { 'x-api-key': 'K' } }],
+        },
+      ],
+    });
+    expect(await (await hf(`${thirdParty.origin}/v1/x`)).text()).toBe('ok from third-party');
+    expect(thirdParty.seen[0]?.headers['x-api-key']).toBeUndefined();
+    expect(hf.stats().routes.r?.calls).toBe(0);
+    expect(await (await hf(`${mine.origin}/v1/x`)).text()).toBe('ok from mine');
+    await hf.close();
+  });
+});
+
 describe('request bodies', () => {
   it('gives the bytes of a stream body that failed while buffering back to the global quota', async () => {
     const primary = await replica('primary', () => ({ hold: true }));
@@ -110,7 +157,7 @@ describe('request bodies', () => {
       await expect(
         undici.request(`${primary.origin}/up`, {
           method: 'POST',
-          body: failing(),
+          body: failing() as never,
           dispatcher: agent,
         }),
       ).rejects.toThrow('upload failed');
@@ -121,7 +168,7 @@ describe('request bodies', () => {
     }
     const pending = undici.request(`${primary.origin}/up`, {
       method: 'POST',
-      body: whole(),
+      body: whole() as never,
       dispatcher: agent,
     });
     await waitFor(() => primary.seen.length === 1 && primary.seen[0]?.body.length === 40);
@@ -132,7 +179,98 @@ describe('request bodies', () => {
   });
 });
 
+describe('the caller’s abort while a stream body is buffered', () => {
+  it('rejects at once with the caller’s reason, and gives the bytes back (hedge() and fetch)', async () => {
+    const primary = await replica('primary', () => ({ hold: true }));
+    const backup = await replica('backup');
+    const clock = new VirtualClock();
+    const routes = [
+      {
+        name: 'r',
+        replicas: [primary.origin, backup.origin],
+        idempotent: true,
+        hedge: { initialDelayMs: 10 },
+      },
+    ];
+    const interceptor = hedge({
+      routes,
+      budget: { ratio: 1, minPerSecond: 0 },
+      maxTotalBufferedBytes: 100,
+      clock,
+    });
+    const agent = new undici.Agent().compose(interceptor);
+    async function* stalled() {
+      yield new Uint8Array(60);
+      await new Promise(() => {});
+    }
+    for (let i = 0; i < 3; i++) {
+      const controller = new AbortController();
+      const pending = undici.request(`${primary.origin}/up`, {
+        method: 'POST',
+        body: stalled() as never,
+        dispatcher: agent,
+        signal: controller.signal,
+      });
+      const reason = new Error(`caller gave up ${i}`);
+      setImmediate(() => controller.abort(reason));
+      await expect(pending).rejects.toBe(reason);
+    }
+    // 3 × 60 bytes were held by stalled uploads: with them given back, 60 bytes still fit.
+    async function* whole() {
+      yield new Uint8Array(60);
+    }
+    const pending = undici.request(`${primary.origin}/up`, {
+      method: 'POST',
+      body: whole() as never,
+      dispatcher: agent,
+    });
+    await waitFor(() => primary.seen.length === 1);
+    await clock.advance(10);
+    expect(await (await pending).body.text()).toBe('ok from backup');
+    await agent.close();
+    expect(primary.seen).toHaveLength(1);
+  });
+});
+
+describe('Idempotency-Key across retries', () => {
+  it('compose(hedge(), retry()): every retry of one request sends the same key', async () => {
+    let n = 0;
+    const r = await replica('r', () => (n++ < 2 ? { status: 500 } : {}));
+    const agent = new undici.Agent().compose(
+      hedge({ routes: [{ name: 'r', idempotent: true, hedge: false }] }),
+      undici.interceptors.retry({
+        methods: ['POST'],
+        statusCodes: [500],
+        minTimeout: 1,
+        maxRetries: 3,
+      }),
+    );
+    const res = await undici.request(`${r.origin}/x`, {
+      method: 'POST',
+      body: 'b',
+      dispatcher: agent,
+    });
+    await res.body.dump();
+    const keys = r.seen.map((s) => s.headers['idempotency-key']);
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
+    // Another request gets a key of its own.
+    await (
+      await undici.request(`${r.origin}/x`, { method: 'POST', body: 'b', dispatcher: agent })
+    ).body.dump();
+    expect(r.seen[3]?.headers['idempotency-key']).not.toBe(keys[0]);
+    await agent.close();
+  });
+});
+
 describe('close()', () => {
+  it('can be called again', async () => {
+    const hf = createHedgedFetch({ routes: [] });
+    await hf.close();
+    await hf.close();
+    await Promise.all([hf.close(), hf.close()]);
+  });
+
   it('completes a call started in the same tick as close() (no UND_ERR_CLOSED)', async () => {
     const r = await replica('r');
     for (const body of [undefined, 'text', new FormData()]) {

@@ -25,8 +25,14 @@ export interface Profile {
   /** Share of requests answered at once with an overload status and Retry-After. */
   overloadProbability?: number;
   overloadStatus?: 429 | 503;
-  /** `json` (default) or OpenAI-compatible streaming chat completions (SSE). */
+  /** `json` (default) or streaming (SSE). */
   mode?: 'json' | 'sse';
+  /**
+   * SSE: whose stream format, with the early events each provider sends before its first token:
+   * `openai` (an SSE comment and a role-only delta; default) or `anthropic` (message_start,
+   * content_block_start, ping).
+   */
+  flavour?: 'openai' | 'anthropic';
   /** SSE: tokens per answer and the gap between them, ms (the body latency is time to first token). */
   tokens?: number;
   tokenGapMs?: number;

@@ -94,9 +94,10 @@ function replica(index: number) {
         return;
       }
       if (profile.mode === 'sse' && !res.headersSent) {
-        // Like inference servers: 200 at once, then the model thinks (time to first token).
+        // Like inference servers: 200 and the provider's early events at once, then the model
+        // thinks (time to first token).
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.flushHeaders();
+        res.write(earlyEvents(profile.flavour));
       }
       const service = drawLatency(profile, random, index, performance.now() - epoch);
       timer = setTimeout(() => answer(service), service);
@@ -116,14 +117,9 @@ function replica(index: number) {
       const tokens = profile.tokens ?? 20;
       const tick = () => {
         if (res.destroyed) return finish();
-        const chunk = {
-          id: 'chatcmpl-lab',
-          object: 'chat.completion.chunk',
-          choices: [{ index: 0, delta: { content: `t${sent} ` } }],
-        };
-        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        res.write(tokenEvent(profile.flavour, `t${sent} `));
         if (++sent >= tokens) {
-          res.end('data: [DONE]\n\n');
+          res.end(lastEvent(profile.flavour));
           finish();
         } else timer = setTimeout(tick, profile.tokenGapMs ?? 5);
       };
@@ -159,6 +155,56 @@ function replica(index: number) {
         serve();
       });
   };
+}
+
+/** What each provider sends before its first token. */
+function earlyEvents(flavour: Profile['flavour']): string {
+  if (flavour === 'anthropic') {
+    return (
+      sseEvent('message_start', {
+        type: 'message_start',
+        message: { id: 'msg_lab', content: [] },
+      }) +
+      sseEvent('content_block_start', {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'text', text: '' },
+      }) +
+      sseEvent('ping', { type: 'ping' })
+    );
+  }
+  const role = {
+    id: 'chatcmpl-lab',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { role: 'assistant', content: '' } }],
+  };
+  return `: processing\n\ndata: ${JSON.stringify(role)}\n\n`;
+}
+
+function tokenEvent(flavour: Profile['flavour'], text: string): string {
+  if (flavour === 'anthropic') {
+    return sseEvent('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+  }
+  const chunk = {
+    id: 'chatcmpl-lab',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { content: text } }],
+  };
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+function lastEvent(flavour: Profile['flavour']): string {
+  return flavour === 'anthropic'
+    ? sseEvent('message_stop', { type: 'message_stop' })
+    : 'data: [DONE]\n\n';
+}
+
+function sseEvent(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 const origins: string[] = [];

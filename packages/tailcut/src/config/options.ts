@@ -3,8 +3,18 @@ import type { Dispatcher } from 'undici';
 import type { HedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import type { KeyRequest } from '../request-view.js';
+import type { StreamEvent } from '../stream/events.js';
 
-export type { KeyRequest };
+export type { KeyRequest, StreamEvent };
+
+/**
+ * A stream format of your own: `firstToken(event)` says whether an event of the answer carries
+ * generated output. Failures (an `error` event or a top-level `error` field) are still
+ * recognised.
+ */
+export interface FirstTokenRule {
+  firstToken: (event: StreamEvent) => boolean;
+}
 
 /** Hedging settings of a route. Every field is optional; defaults are in the README. */
 export interface HedgeOptions {
@@ -60,8 +70,12 @@ export interface RouteOptions {
   idempotent?: boolean;
   /** Hedge settings, or `false` to send each call once (still routed and counted). */
   hedge?: HedgeOptions | false;
-  /** When an attempt wins: on response headers (default) or on the first body byte. */
-  commitOn?: 'headers' | 'first-byte';
+  /**
+   * When an attempt wins: on its response headers (default), on the first body byte, or on the
+   * first generated output of a streamed answer (`'first-token'`: SSE and NDJSON of OpenAI,
+   * Anthropic, Ollama and compatible APIs; `{ firstToken }` for a format of your own).
+   */
+  commitOn?: 'headers' | 'first-byte' | 'first-token' | FirstTokenRule;
   /** Response statuses that are not acceptable answers. Default 408, 429, 500, 502, 503, 504. */
   retryOn?: readonly number[];
   /** The route's latency objective, ms: calls slower end to end count as slow (metrics, stats). */

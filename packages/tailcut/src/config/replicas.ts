@@ -20,7 +20,11 @@ const METADATA_HOSTS = new Set([
  */
 function effectiveHost(hostname: string): string {
   const host = hostname.toLowerCase().replace(/\.+$/, '');
-  const mapped = /^\[::(?:ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(host);
+  // IPv4-mapped (::ffff:), IPv4-compatible (::), SIIT (::ffff:0:) and NAT64 (64:ff9b::).
+  const mapped =
+    /^\[(?:::|::ffff:|::ffff:0:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(host) ??
+    // 6to4: 2002:AABB:CCDD::/48 embeds the IPv4 address AA.BB.CC.DD.
+    /^\[2002:([0-9a-f]{1,4}):([0-9a-f]{1,4})(?::[0-9a-f:]*)?\]$/.exec(host);
   if (mapped === null) return host;
   const hi = Number.parseInt(mapped[1] as string, 16);
   const lo = Number.parseInt(mapped[2] as string, 16);
@@ -65,11 +69,17 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function validateHeaders(option: string, value: unknown): Record<string, string> | undefined {
   if (value === undefined) return undefined;
-  if (!isObject(value)) {
-    invalid(option, new Secret(String(value).length), 'an object of header names to string values');
+  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
+  if (proto !== Object.prototype && proto !== null) {
+    // A Headers or a Map would pass an object check and send nothing: refuse it.
+    invalid(
+      option,
+      new Secret(String(value).length),
+      'a plain object of header names to string values (not a Headers or Map)',
+    );
   }
   const out: Record<string, string> = {};
-  for (const [name, v] of Object.entries(value)) {
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
     if (!TOKEN.test(name)) invalid(`${option}.${name}`, name, 'a header name');
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
@@ -83,6 +93,8 @@ function validateHeaders(option: string, value: unknown): Record<string, string>
         'a header value (Latin-1, no CR, LF, NUL or other control characters)',
       );
     }
+    if (lower in out)
+      invalid(`${option}.${name}`, name, 'named once (it is listed twice, in another case)');
     out[lower] = v;
   }
   return out;

@@ -1,5 +1,6 @@
 import type { KeyRequest } from '../request-view.js';
 import { compileMatch } from '../routes/matcher.js';
+import { classifyEvent, type EventKind, type StreamEvent } from '../stream/events.js';
 import { checkNumber, invalid, isObject } from './checks.js';
 import type { HedgeOptions, RouteOptions } from './options.js';
 import { validateReplicas } from './replicas.js';
@@ -80,12 +81,34 @@ function checkName(option: string, value: unknown): string {
   return value;
 }
 
-function checkCommitOn(option: string, value: unknown): 'headers' | 'first-byte' {
-  if (value === undefined) return 'headers';
-  if (value !== 'headers' && value !== 'first-byte') {
-    invalid(option, value, '"headers" or "first-byte"');
+/** A route's commit point, and how output events are recognised on first-token routes. */
+export interface CommitRule {
+  on: 'headers' | 'first-byte' | 'first-token';
+  classify: ((event: StreamEvent) => EventKind) | undefined;
+}
+
+function checkCommitOn(option: string, value: unknown): CommitRule {
+  if (value === undefined || value === 'headers' || value === 'first-byte') {
+    return { on: value ?? 'headers', classify: undefined };
   }
-  return value;
+  if (value === 'first-token') return { on: 'first-token', classify: classifyEvent };
+  if (
+    isObject(value) &&
+    Object.keys(value).length === 1 &&
+    typeof value.firstToken === 'function'
+  ) {
+    const isToken = value.firstToken as (event: StreamEvent) => boolean;
+    return {
+      on: 'first-token',
+      classify: (event) =>
+        isToken(event) === true ? 'token' : classifyEvent(event) === 'error' ? 'error' : 'other',
+    };
+  }
+  invalid(
+    option,
+    value,
+    '"headers", "first-byte", "first-token" or { firstToken: (event) => boolean }',
+  );
 }
 
 function checkRetryOn(option: string, value: unknown): ReadonlySet<number> {
@@ -118,7 +141,7 @@ export const ROUTE_OPTIONS = {
     default: "the request's own origin",
     valid:
       'non-empty array of unique http(s) origins (string, URL, or `{ origin, headers }`): no userinfo, path, query, fragment, link-local or cloud-metadata address',
-    doc: "where attempts go; the request URL's origin is rewritten per attempt, path and query stay",
+    doc: "where attempts go; the request URL's origin is rewritten per attempt, path and query stay. Without `match.host`, the route applies only to requests sent to one of its replicas (never to a third-party origin or a redirect's target); with `match.host`, to requests for that host, whichever replica they name",
     check: (option: string, value: unknown) =>
       value === undefined ? [] : validateReplicas(option, value),
   },
@@ -134,8 +157,8 @@ export const ROUTE_OPTIONS = {
   },
   commitOn: {
     default: "`'headers'`",
-    valid: "`'headers'` | `'first-byte'`",
-    doc: 'when an attempt wins: on its response headers, or on the first body byte of an acceptable answer',
+    valid: "`'headers'` | `'first-byte'` | `'first-token'` | `{ firstToken: (event) => boolean }`",
+    doc: 'when an attempt wins: on its response headers, on the first body byte of an acceptable answer, or on the first generated output of a streamed answer (SSE or NDJSON: OpenAI Chat Completions and Responses, Anthropic Messages, Ollama; comments, pings, role-only deltas and start events do not count; an error event or a stream with no output fails the attempt; at most 64 KiB is held before the commit). `firstToken` recognises a format of your own',
     check: checkCommitOn,
   },
   retryOn: {

@@ -4,7 +4,8 @@ import type { HedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import type { DelaySettings } from '../delay/estimator.js';
 import type { KeyRequest } from '../request-view.js';
-import type { RouteMatcher } from '../routes/matcher.js';
+import { type RouteMatcher, routeMatcher } from '../routes/matcher.js';
+import type { EventKind, StreamEvent } from '../stream/events.js';
 import type { BudgetSettings } from './budget-table.js';
 import { CLIENT_OPTIONS } from './client-table.js';
 import { HEDGE_OPTIONS, type RouteInput } from './route-table.js';
@@ -24,7 +25,9 @@ export interface RouteSettings {
   /** 1 when the route's hedging is off. */
   maxAttempts: number;
   delay: DelaySettings;
-  commitOn: 'headers' | 'first-byte';
+  commitOn: 'headers' | 'first-byte' | 'first-token';
+  /** On first-token routes: what an event of a streamed answer means. */
+  classify: ((event: StreamEvent) => EventKind) | undefined;
   retryOn: ReadonlySet<number>;
   /** Calls slower than this (end to end, ms) count as slow. */
   sloMs: number | undefined;
@@ -53,14 +56,18 @@ function routeSettings(r: RouteInput): RouteSettings {
     r.hedge === false ? readOptions('hedge', {}, HEDGE_OPTIONS) : r.hedge;
   return {
     name: r.name,
-    matches: r.match,
+    matches: routeMatcher(
+      r.match,
+      r.replicas.map((x) => x.origin),
+    ),
     replicas: r.replicas.map((x) => x.origin),
     replicaHeaders: r.replicas.map((x) => x.headers),
     replicaHeaderNames: [...new Set(r.replicas.flatMap((x) => Object.keys(x.headers ?? {})))],
     idempotent: r.idempotent,
     maxAttempts: r.hedge === false ? 1 : maxAttempts,
     delay,
-    commitOn: r.commitOn,
+    commitOn: r.commitOn.on,
+    classify: r.commitOn.classify,
     retryOn: r.retryOn,
     sloMs: r.sloMs,
     chunkTimeoutMs: r.chunkTimeoutMs,

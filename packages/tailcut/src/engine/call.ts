@@ -93,7 +93,7 @@ export class Call<T extends Answer> implements RaceSpec<T> {
   }
 
   judge(result: T, ctx: AttemptContext): Verdict {
-    return verdict(this.route, result.status, ctx.kind);
+    return verdict(this.route, result, ctx.kind);
   }
 
   discard(result: T): void {
@@ -127,6 +127,8 @@ export class Call<T extends Answer> implements RaceSpec<T> {
       {
         firstByte: (ms) => this.listener.firstByte(ms / 1000),
         chunkGap: (ms) => this.listener.chunkGap(ms / 1000),
+        firstToken: (ms) => this.listener.firstToken(ms / 1000),
+        tokenGap: (ms) => this.listener.tokenGap(ms / 1000),
       },
       onStall,
       callerPaused,
@@ -138,6 +140,11 @@ export class Call<T extends Answer> implements RaceSpec<T> {
     this.watch?.chunk();
   }
 
+  /** Output events (first-token routes) reached the caller in the last chunk. */
+  tokens(count: number): void {
+    this.watch?.tokens(count);
+  }
+
   /**
    * The call is over (its body ended or failed, or it failed before an answer): records its
    * duration in the route's tail window and tells telemetry. Later calls are ignored.
@@ -145,10 +152,10 @@ export class Call<T extends Answer> implements RaceSpec<T> {
   end(winner: AttemptContext | undefined, ending: Ending): void {
     if (this.ended) return;
     this.ended = true;
-    const chunks = this.watch?.end() ?? 0;
+    const counts = this.watch?.end() ?? { chunks: 0, tokens: 0 };
     const ms = this.clock.now() - this.startedAt;
     const slow = this.route.recordCall(ms);
-    this.listener.ended(winner, ms / 1000, ending, slow, chunks);
+    this.listener.ended(winner, ms / 1000, ending, slow, counts);
   }
 }
 

@@ -34,6 +34,8 @@ const SILENT: CallListener = {
   hedge() {},
   firstByte() {},
   chunkGap() {},
+  firstToken() {},
+  tokenGap() {},
   ended() {},
 };
 

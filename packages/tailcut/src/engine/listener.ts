@@ -1,6 +1,13 @@
 import type { AttemptContext, AttemptOutcome, HedgeOutcome } from './race.js';
 import type { RouteState } from './route-state.js';
 
+/** What a call's answer carried to the caller. */
+export interface BodyCounts {
+  chunks: number;
+  /** Output events, on first-token routes. */
+  tokens: number;
+}
+
 /** How an attempt or a call ended. */
 export interface Ending {
   status?: number | undefined;
@@ -31,12 +38,16 @@ export interface CallListener {
   firstByte(seconds: number): void;
   /** A body chunk reached the caller `seconds` after the previous one. */
   chunkGap(seconds: number): void;
-  /** The call ended after `seconds`: `slow` when over its route's SLO; `chunks` delivered. */
+  /** The first output event (first-token routes) reached the caller, `seconds` after the call started. */
+  firstToken(seconds: number): void;
+  /** A chunk with output events reached the caller `seconds` after the previous one. */
+  tokenGap(seconds: number): void;
+  /** The call ended after `seconds`: `slow` when over its route's SLO; what its body carried. */
   ended(
     winner: AttemptContext | undefined,
     seconds: number,
     ending: Ending,
     slow: boolean,
-    chunks: number,
+    counts: BodyCounts,
   ): void;
 }

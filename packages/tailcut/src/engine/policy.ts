@@ -16,6 +16,8 @@ export interface Answer {
   readonly status: number;
   /** The answer's Retry-After header, if any. */
   readonly retryAfter?: string | string[] | undefined;
+  /** True when a streamed answer failed before its first output (an error event, or none). */
+  readonly streamFailed?: boolean;
 }
 
 /** How a call of `method` (upper case) on `route` may be sent. */
@@ -36,9 +38,10 @@ export function sendRule(route: RouteState, method: string): SendRule {
   };
 }
 
-/** Judges a response status at the commit point. */
-export function verdict(route: RouteState, status: number, kind: AttemptKind): Verdict {
-  if (route.settings.retryOn.has(status)) return 'retry';
+/** Judges an answer at the commit point. */
+export function verdict(route: RouteState, answer: Answer, kind: AttemptKind): Verdict {
+  const status = answer.status;
+  if (route.settings.retryOn.has(status) || answer.streamFailed === true) return 'retry';
   // The primary may still hold the idempotency key: a hedge's conflict is not an answer.
   if (status === 409 && kind === 'hedge') return 'fail';
   return 'accept';

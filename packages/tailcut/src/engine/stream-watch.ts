@@ -6,6 +6,8 @@ import type { RouteState } from './route-state.js';
 export interface StreamSink {
   firstByte(ms: number): void;
   chunkGap(ms: number): void;
+  firstToken(ms: number): void;
+  tokenGap(ms: number): void;
 }
 
 /**
@@ -14,10 +16,18 @@ export interface StreamSink {
  * lazily (never one per chunk), cleared when the body ends.
  */
 export class StreamWatch {
+  /** When the last chunk reached the caller. */
   private last = 0;
-  private count = 0;
+  /** When the last output event reached the caller (first-token routes). */
+  private lastToken = 0;
+  /** When the body last made progress, as `chunkTimeoutMs` counts it. */
+  private progress = 0;
+  private chunks = 0;
+  private tokenCount = 0;
   private timer: TimerHandle | undefined;
   private done = false;
+  /** On first-token routes only output events are progress: pings do not hold a stall open. */
+  private readonly tokensAreProgress: boolean;
 
   constructor(
     private readonly route: RouteState,
@@ -32,24 +42,37 @@ export class StreamWatch {
   ) {
     // The answer's headers reached the caller: the chunk clock starts.
     this.last = this.clock.now();
+    this.progress = this.last;
+    this.tokensAreProgress = route.settings.commitOn === 'first-token';
     const timeout = this.route.settings.chunkTimeoutMs;
     if (timeout !== undefined) this.arm(timeout);
   }
 
   chunk(): void {
     const now = this.clock.now();
-    if (this.count === 0) this.sink.firstByte(now - this.callStartedAt);
+    if (this.chunks === 0) this.sink.firstByte(now - this.callStartedAt);
     else this.sink.chunkGap(now - this.last);
-    this.count++;
+    this.chunks++;
     this.last = now;
+    if (!this.tokensAreProgress) this.progress = now;
   }
 
-  /** The body ended (or failed): stops the timer; returns the chunks delivered. */
-  end(): number {
+  /** `count` output events reached the caller with the last chunk. */
+  tokens(count: number): void {
+    const now = this.clock.now();
+    if (this.tokenCount === 0) this.sink.firstToken(now - this.callStartedAt);
+    else this.sink.tokenGap(now - this.lastToken);
+    this.tokenCount += count;
+    this.lastToken = now;
+    this.progress = now;
+  }
+
+  /** The body ended (or failed): stops the timer; returns what the body carried. */
+  end(): { chunks: number; tokens: number } {
     this.done = true;
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    return this.count;
+    return { chunks: this.chunks, tokens: this.tokenCount };
   }
 
   private arm(ms: number): void {
@@ -57,16 +80,17 @@ export class StreamWatch {
       this.timer = undefined;
       if (this.done) return;
       const timeout = this.route.settings.chunkTimeoutMs as number;
-      if (this.callerPaused()) this.last = this.clock.now();
-      const idle = this.clock.now() - this.last;
+      if (this.callerPaused()) this.progress = this.clock.now();
+      const idle = this.clock.now() - this.progress;
       if (idle < timeout) {
         this.arm(timeout - idle);
         return;
       }
+      const what = this.tokensAreProgress ? 'output event' : 'body chunk';
       this.onStall(
         new TailcutError(
           'TAILCUT_CHUNK_TIMEOUT',
-          `tailcut: no body chunk for ${Math.round(idle)} ms on route "${this.route.settings.name}" (chunkTimeoutMs ${timeout})`,
+          `tailcut: no ${what} for ${Math.round(idle)} ms on route "${this.route.settings.name}" (chunkTimeoutMs ${timeout})`,
         ),
       );
     }, ms);

@@ -4,6 +4,8 @@ import { type OptionTable, readOptions } from '../config/table.js';
 
 /** The parts of a request a route matches on. */
 export interface RequestTarget {
+  /** Serialised origin, `http://host:port` (no default port). */
+  origin: string;
   /** `name:port` as in URL.host (no port when it is the scheme's default). */
   host: string;
   hostname: string;
@@ -73,7 +75,7 @@ export const MATCH_OPTIONS = {
   host: {
     default: 'any',
     valid: '`host` or `host:port`, case-insensitive',
-    doc: 'compared with the request URL',
+    doc: 'compared with the request URL; a route with replicas and no host applies to requests sent to its replicas only',
     check: compileHost,
   },
   path: {
@@ -84,13 +86,35 @@ export const MATCH_OPTIONS = {
   },
 } satisfies OptionTable<RouteMatch>;
 
+/** A compiled `match` option. */
+export interface CompiledMatch {
+  test: RouteMatcher;
+  /** True when the route names its host (`match.host`). */
+  byHost: boolean;
+}
+
 /** Compiles a route's `match` option; `option` is the path used in error messages. */
-export function compileMatch(option: string, value: unknown): RouteMatcher {
-  if (value === undefined) return () => true;
+export function compileMatch(option: string, value: unknown): CompiledMatch {
+  if (value === undefined) return { test: () => true, byHost: false };
   if (!isObject(value)) invalid(option, value, 'an object with method, host and/or path');
   const { method: methods, host, path } = readOptions(option, value, MATCH_OPTIONS);
-  return (method, target) =>
-    (methods === undefined || methods.has(method)) &&
-    (host === undefined || host(target)) &&
-    (path === undefined || path(target.pathname));
+  return {
+    test: (method, target) =>
+      (methods === undefined || methods.has(method)) &&
+      (host === undefined || host(target)) &&
+      (path === undefined || path(target.pathname)),
+    byHost: host !== undefined,
+  };
+}
+
+/**
+ * A route's matcher. A route with replicas and no `match.host` applies to requests sent to one
+ * of its replicas only: a request to any other origin (a third-party API, a redirect's target)
+ * is not its service, and must not be rewritten to its replicas with their credentials.
+ */
+export function routeMatcher(match: CompiledMatch, replicas: readonly string[]): RouteMatcher {
+  if (match.byHost || replicas.length === 0) return match.test;
+  const origins = new Set(replicas);
+  const test = match.test;
+  return (method, target) => origins.has(target.origin) && test(method, target);
 }

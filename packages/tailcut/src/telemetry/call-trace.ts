@@ -6,7 +6,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import type { CallListener, Ending } from '../engine/listener.js';
+import type { BodyCounts, CallListener, Ending } from '../engine/listener.js';
 import type { AttemptContext, AttemptOutcome, HedgeOutcome } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { ATTR, errorType } from './attributes.js';
@@ -109,15 +109,23 @@ export class CallTrace implements CallListener {
     this.telemetry.recordChunkGap(this.route, seconds);
   }
 
+  firstToken(seconds: number): void {
+    this.telemetry.recordFirstToken(this.route, seconds);
+  }
+
+  tokenGap(seconds: number): void {
+    this.telemetry.recordTokenGap(this.route, seconds);
+  }
+
   /** Ends the call: its metrics, the winner's span and the call span. */
   ended(
     winner: AttemptContext | undefined,
     seconds: number,
     ending: Ending,
     slow: boolean,
-    chunks: number,
+    counts: BodyCounts,
   ): void {
-    this.telemetry.recordCall(this.route, this.method, seconds, ending, slow, chunks);
+    this.telemetry.recordCall(this.route, this.method, seconds, ending, slow, counts);
     const type = errorType(ending);
     if (winner !== undefined) {
       const a = this.attempts[winner.index];

@@ -72,6 +72,29 @@ export const INSTRUMENTS = {
     buckets: CHUNK_BUCKETS,
     description: 'Body chunks per call.',
   },
+  firstToken: {
+    name: 'tailcut.stream.time_to_first_token',
+    kind: 'histogram',
+    unit: 's',
+    buckets: DURATION_BUCKETS,
+    description:
+      "Time from a call's start to the first output event of its streamed answer (first-token routes).",
+  },
+  tokenGap: {
+    name: 'tailcut.stream.token_gap',
+    kind: 'histogram',
+    unit: 's',
+    buckets: DURATION_BUCKETS,
+    description:
+      'Time between chunks carrying output events (inter-token latency, first-token routes).',
+  },
+  tokensPerCall: {
+    name: 'tailcut.stream.tokens',
+    kind: 'histogram',
+    unit: '{event}',
+    buckets: CHUNK_BUCKETS,
+    description: 'Output events per call (first-token routes).',
+  },
   delay: {
     name: 'tailcut.hedge.delay',
     kind: 'gauge',

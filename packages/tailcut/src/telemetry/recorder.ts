@@ -9,7 +9,7 @@ import {
   type TracerProvider,
   trace,
 } from '@opentelemetry/api';
-import type { Ending } from '../engine/listener.js';
+import type { BodyCounts, Ending } from '../engine/listener.js';
 import type { AttemptContext, AttemptOutcome, HedgeOutcome } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
 import { ATTR, AttributeCache, errorType } from './attributes.js';
@@ -60,6 +60,9 @@ export class Recorder {
   private readonly firstByte: Histogram;
   private readonly chunkGap: Histogram;
   private readonly chunks: Histogram;
+  private readonly firstToken: Histogram;
+  private readonly tokenGap: Histogram;
+  private readonly tokens: Histogram;
   private readonly attrs = new AttributeCache();
   private readonly servers = new Map<string, { address: string; port: number }>();
 
@@ -74,6 +77,9 @@ export class Recorder {
     this.firstByte = histogram(meter, INSTRUMENTS.firstByte);
     this.chunkGap = histogram(meter, INSTRUMENTS.chunkGap);
     this.chunks = histogram(meter, INSTRUMENTS.chunks);
+    this.firstToken = histogram(meter, INSTRUMENTS.firstToken);
+    this.tokenGap = histogram(meter, INSTRUMENTS.tokenGap);
+    this.tokens = histogram(meter, INSTRUMENTS.tokensPerCall);
   }
 
   recordHedge(route: RouteState, outcome: HedgeOutcome): void {
@@ -122,7 +128,7 @@ export class Recorder {
     seconds: number,
     ending: Ending,
     slow: boolean,
-    chunks: number,
+    counts: BodyCounts,
   ): void {
     const name = route.settings.name;
     const type = errorType(ending);
@@ -134,7 +140,8 @@ export class Recorder {
     });
     this.requestDuration.record(seconds, attrs);
     if (slow) this.slow.add(1, this.routeAttrs(route));
-    if (chunks > 0) this.chunks.record(chunks, this.routeAttrs(route));
+    if (counts.chunks > 0) this.chunks.record(counts.chunks, this.routeAttrs(route));
+    if (counts.tokens > 0) this.tokens.record(counts.tokens, this.routeAttrs(route));
   }
 
   /** Streaming figures of a call's answer: first byte and gaps between chunks, seconds. */
@@ -144,6 +151,15 @@ export class Recorder {
 
   recordChunkGap(route: RouteState, seconds: number): void {
     this.chunkGap.record(seconds, this.routeAttrs(route));
+  }
+
+  /** Output events of a streamed answer (first-token routes): first one, and gaps, seconds. */
+  recordFirstToken(route: RouteState, seconds: number): void {
+    this.firstToken.record(seconds, this.routeAttrs(route));
+  }
+
+  recordTokenGap(route: RouteState, seconds: number): void {
+    this.tokenGap.record(seconds, this.routeAttrs(route));
   }
 
   private routeAttrs(route: RouteState): Attributes {

@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import { verdict } from '../engine/policy.js';
 import type { AttemptContext, AttemptReport } from '../engine/race.js';
 import type { RouteState } from '../engine/route-state.js';
+import { TokenWatch } from '../stream/token-watch.js';
 import type { CallController } from './call-controller.js';
 
 type Handler = Dispatcher.DispatchHandler;
@@ -12,11 +13,16 @@ type Headers = Record<string, string | string[] | undefined>;
 export interface Delivery {
   chunk(): void;
   end(error: unknown): void;
+  /** Output events (first-token routes) that reached tailcut in the chunk just delivered. */
+  tokens(count: number): void;
 }
 
+/** Most bytes an attempt holds while waiting for its first output event; past it, it commits. */
+export const HOLD_LIMIT_BYTES = 64 * 1024;
+
 /**
- * The handler of one attempt. It reports at the commit point (response start, or first body
- * chunk); the race decides synchronously, so a winner is attached to the caller's handler at
+ * The handler of one attempt. It reports at the commit point (response start, first body
+ * chunk, or first output event of a streamed answer); the race decides synchronously, so a winner is attached to the caller's handler at
  * once and its body flows straight through. A result the race keeps for later (the last
  * failure, returned if nothing better comes) is held, its socket paused, until it is attached or
  * cancelled.
@@ -34,6 +40,13 @@ export class AttemptHandler implements Handler {
   private caller: { handler: Handler; controller: CallController } | undefined;
   /** Told of each chunk the caller gets, and of the end (undefined) or error it gets. */
   private delivery: Delivery | undefined;
+  /** Frames a streamed answer on a first-token route. */
+  private watch: TokenWatch | undefined;
+  private heldBytes = 0;
+  /** Output events seen and not yet reported to the delivery. */
+  private pendingTokens = 0;
+  /** True when a streamed answer failed before its first output (an error event, or no output). */
+  streamFailed = false;
   constructor(
     private readonly report: AttemptReport<AttemptHandler>,
     private readonly route: RouteState,
@@ -61,25 +74,40 @@ export class AttemptHandler implements Handler {
     this.status = statusCode;
     this.headers = headers;
     this.statusMessage = statusMessage;
-    // Commit on the headers, unless the route commits on the first byte of an acceptable answer.
-    if (
-      this.route.settings.commitOn !== 'first-byte' ||
-      verdict(this.route, statusCode, this.ctx.kind) !== 'accept'
-    ) {
+    // Commit on the headers, unless the route commits on the first byte or the first output
+    // event of an acceptable answer.
+    const { commitOn, classify } = this.route.settings;
+    if (commitOn === 'headers' || verdict(this.route, this, this.ctx.kind) !== 'accept') {
       this.commit();
+      return;
+    }
+    if (commitOn === 'first-token' && classify !== undefined) {
+      const type = headers['content-type'];
+      this.watch = TokenWatch.for(Array.isArray(type) ? type[0] : type, classify);
     }
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
     if (this.state === 'cancelled') return;
+    const seen = this.watch?.feed(chunk);
     const caller = this.caller;
     if (caller !== undefined && this.chunks.length === 0) {
       this.delivery?.chunk();
       caller.handler.onResponseData?.(caller.controller, chunk);
+      if (seen !== undefined && seen.tokens > 0) this.delivery?.tokens(seen.tokens);
       return;
     }
     this.chunks.push(chunk);
-    if (this.state === 'waiting') this.commit();
+    this.heldBytes += chunk.byteLength;
+    if (seen !== undefined) this.pendingTokens += seen.tokens;
+    if (this.state === 'waiting') {
+      if (seen === undefined || seen.tokens > 0 || this.heldBytes > HOLD_LIMIT_BYTES) {
+        this.commit();
+      } else if (seen.error) {
+        this.streamFailed = true;
+        this.commit();
+      }
+    }
     if (this.state === 'held' && !this.pausedHeld) {
       this.pausedHeld = true;
       controller.pause();
@@ -107,6 +135,8 @@ export class AttemptHandler implements Handler {
     if (this.controller !== undefined) controller.attach(this.controller);
     controller.onResume = () => this.flush();
     handler.onResponseStart?.(controller, this.status, this.headers, this.statusMessage);
+    if (this.pendingTokens > 0) delivery.tokens(this.pendingTokens);
+    this.pendingTokens = 0;
     this.flush();
   }
 
@@ -127,9 +157,12 @@ export class AttemptHandler implements Handler {
   private finishWith(end: { trailers: Headers } | { error: Error }): void {
     if (this.state === 'cancelled') return;
     this.ending = end;
-    // An empty body ends the response: that is its commit point too.
-    if (this.state === 'waiting') this.commit();
-    else if (this.state === 'attached') this.flush();
+    // An empty body ends the response: that is its commit point too. A stream that ends with
+    // no output failed.
+    if (this.state === 'waiting') {
+      if (this.watch !== undefined) this.streamFailed = true;
+      this.commit();
+    } else if (this.state === 'attached') this.flush();
   }
 
   /** Delivers held chunks and the end to the caller, as far as the caller is not paused. */

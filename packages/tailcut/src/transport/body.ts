@@ -112,14 +112,33 @@ function sendOnce(head: Uint8Array[], rest: ChunkSource, release: () => void): P
   };
 }
 
-/** Reads a one-shot body into memory within the limits, or hands it on to be sent once. */
-async function buffer(source: ChunkSource, limits: BufferLimits): Promise<PreparedBody> {
+/**
+ * Reads a one-shot body into memory within the limits, or hands it on to be sent once. The
+ * caller's abort stops it at once, even while the source is stalled: the bytes read go back to
+ * the quota, and the source is cancelled.
+ */
+async function buffer(
+  source: ChunkSource,
+  cancel: (reason: unknown) => void,
+  limits: BufferLimits,
+  signal: AbortSignal,
+): Promise<PreparedBody> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const release = () => limits.quota.give(size);
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      cancel(signal.reason);
+      reject(signal.reason);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => {});
   try {
     for (;;) {
-      const r = await source();
+      const r = await Promise.race([source(), aborted]);
       if (r.done) break;
       const chunk = toBytes(r.value);
       if (size + chunk.byteLength > limits.perCall || !limits.quota.take(chunk.byteLength)) {
@@ -130,9 +149,12 @@ async function buffer(source: ChunkSource, limits: BufferLimits): Promise<Prepar
       chunks.push(chunk);
     }
   } catch (err) {
-    // The body failed while being read: nothing will be sent, so its bytes go back at once.
+    // The body failed while being read, or the caller aborted: nothing will be sent, so its
+    // bytes go back at once.
     release();
     throw err;
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
   }
   const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
   return { ...fixed(bytes), release };
@@ -152,6 +174,7 @@ export function prepareBody(
   body: unknown,
   hedgeable: boolean,
   limits: BufferLimits,
+  caller: { readonly signal: AbortSignal },
 ): PreparedBody | Promise<PreparedBody> {
   if (body === undefined || body === null) return NO_BODY;
   if (
@@ -171,13 +194,15 @@ export function prepareBody(
     assertUnread(body, 'request body');
     if (!hedgeable) return passOnce(body);
     const reader = body.getReader();
-    return buffer(() => reader.read(), limits);
+    const cancel = (reason: unknown) => void reader.cancel(reason).catch(() => {});
+    return buffer(() => reader.read(), cancel, limits, caller.signal);
   }
   if (isAsyncIterable(body)) {
     assertUnread(body, 'request body');
     if (!hedgeable) return passOnce(body);
     const iterator = body[Symbol.asyncIterator]();
-    return buffer(() => iterator.next(), limits);
+    const cancel = () => void iterator.return?.()?.catch(() => {});
+    return buffer(() => iterator.next(), cancel, limits, caller.signal);
   }
   throw new TailcutError(
     'TAILCUT_INVALID_REQUEST',

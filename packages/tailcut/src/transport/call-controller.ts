@@ -14,6 +14,19 @@ export class CallController implements Controller {
   private abortReason: Error | null = null;
   /** Runs when the caller resumes: flushes what the winner held before it was attached. */
   onResume: (() => void) | undefined;
+  /**
+   * Runs when the caller aborts before the race starts (while a stream body is buffered): the
+   * caller is told at once, as undici's own dispatchers would.
+   */
+  onEarlyAbort: (() => void) | undefined;
+  private early: AbortController | undefined;
+
+  /** Aborted when the caller aborts: stops the buffering of a stream body. */
+  get signal(): AbortSignal {
+    this.early ??= new AbortController();
+    if (this.abortReason !== null) this.early.abort(this.abortReason);
+    return this.early.signal;
+  }
 
   get aborted(): boolean {
     return this.abortReason !== null;
@@ -42,8 +55,12 @@ export class CallController implements Controller {
   abort(reason: Error): void {
     if (this.abortReason !== null) return;
     this.abortReason = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    this.early?.abort(this.abortReason);
     this.raceHandle?.abort(this.abortReason);
     this.winner?.abort(this.abortReason);
+    const early = this.onEarlyAbort;
+    this.onEarlyAbort = undefined;
+    early?.();
   }
 
   pause(): void {

@@ -49,12 +49,12 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   };
   /** Calls not yet answered: close() waits for them. */
   const inFlight = new Set<Promise<unknown>>();
-  let closed = false;
+  let closing: Promise<void> | undefined;
 
   async function send(input: string | URL | Request, init?: RequestInit): Promise<undici.Response> {
     const call = await toUndiciCall(input, init as undici.RequestInit | undefined);
     const own = call.init.dispatcher;
-    call.init.dispatcher = followOnce(own === undefined ? hedged : withHedging(own), own ?? base);
+    call.init.dispatcher = own === undefined ? hedged : withHedging(own);
     const caller = call.init.signal;
     if (caller === undefined || caller === null) return undici.fetch(call.input, call.init);
     if (caller.aborted) throw caller.reason;
@@ -69,7 +69,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   }
 
   const hedgedFetch = (input: string | URL | Request, init?: RequestInit) => {
-    if (closed) {
+    if (closing !== undefined) {
       return Promise.reject(
         new TailcutError('TAILCUT_CLOSED', 'tailcut: this hedged fetch was closed with close()'),
       );
@@ -84,27 +84,12 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   // undici's Response is the WHATWG Response the global types describe.
   return Object.assign(hedgedFetch as unknown as HedgedFetch, {
     stats: () => hedger.stats(),
-    async close() {
-      closed = true;
-      await Promise.allSettled([...inFlight]);
-      if (settings.dispatcher === undefined) await base.close();
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled([...inFlight]);
+        if (settings.dispatcher === undefined) await base.close();
+      })();
+      return closing;
     },
   });
-}
-
-/**
- * The dispatcher of one fetch call. Its request, and the redirects fetch follows on the same
- * origin, go through hedging; a redirect to another origin leaves the route's service, so it
- * goes to the plain dispatcher (else a route without `match.host` would match the redirect's
- * target and send it back to its replicas).
- */
-function followOnce(hedged: undici.Dispatcher, plain: undici.Dispatcher): undici.Dispatcher {
-  let first: string | undefined;
-  return {
-    dispatch(opts: undici.Dispatcher.DispatchOptions, handler: undici.Dispatcher.DispatchHandler) {
-      const origin = String(opts.origin);
-      first ??= origin;
-      return (origin === first ? hedged : plain).dispatch(opts, handler);
-    },
-  } as undici.Dispatcher;
 }

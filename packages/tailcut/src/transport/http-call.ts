@@ -14,6 +14,24 @@ import { type HeaderRecord, toHeaderRecord } from './dispatch-headers.js';
 import type { CallPlan } from './plan.js';
 
 type Handler = Dispatcher.DispatchHandler;
+
+/**
+ * The Idempotency-Key of each caller's request, by its dispatch handler: a handler that
+ * dispatches again (undici's retry or redirect interceptor outside tailcut) sends the same key,
+ * so a server that de-duplicates by key sees one request, however often it is retried.
+ */
+export class IdempotencyKeys {
+  private readonly keys = new WeakMap<object, string>();
+
+  for(handler: object): string {
+    let key = this.keys.get(handler);
+    if (key === undefined) {
+      key = randomUUID();
+      this.keys.set(handler, key);
+    }
+    return key;
+  }
+}
 type DispatchHeaders = NonNullable<Dispatcher.DispatchOptions['headers']>;
 
 /**
@@ -39,6 +57,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     private readonly handler: Handler,
     private readonly controller: CallController,
     private readonly plan: CallPlan,
+    private readonly keys: IdempotencyKeys,
   ) {
     this.method = opts.method.toUpperCase();
     this.maxAttempts = plan.maxAttempts;
@@ -112,6 +131,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
       );
       winner.attach(handler, controller, {
         chunk: () => call.chunk(),
+        tokens: (count) => call.tokens(count),
         end: (error) => call.end(ctx, { status: winner.status, error }),
       });
     } catch (err) {
@@ -127,7 +147,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   private callHeaders(): HeaderRecord {
     if (this.headers === undefined) {
       this.headers = callHeaders(this.opts.headers, {
-        idempotencyKey: this.plan.needsIdempotencyKey ? randomUUID() : undefined,
+        idempotencyKey: this.plan.needsIdempotencyKey ? this.keys.for(this.handler) : undefined,
         contentType: this.plan.body.contentType,
       });
     }

@@ -2,8 +2,8 @@ import type { Dispatcher } from 'undici';
 import type { Hedger } from '../engine/hedger.js';
 import type { BufferLimits } from './body.js';
 import { CallController } from './call-controller.js';
-import { HttpCall } from './http-call.js';
-import { followsRedirectElsewhere, OriginCache, pathnameOf } from './origins.js';
+import { HttpCall, IdempotencyKeys } from './http-call.js';
+import { OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall } from './plan.js';
 
 /**
@@ -15,6 +15,7 @@ export function createInterceptor(
   limits: BufferLimits,
 ): Dispatcher.DispatcherComposeInterceptor {
   const origins = new OriginCache();
+  const keys = new IdempotencyKeys();
   return (dispatch) =>
     function hedgeDispatch(opts, handler) {
       if (opts.upgrade || opts.method === 'CONNECT' || opts.origin === undefined) {
@@ -23,19 +24,19 @@ export function createInterceptor(
       const parsed = origins.get(opts.origin);
       const method = opts.method.toUpperCase();
       const route = hedger.route(method, {
+        origin: parsed.origin,
         host: parsed.host,
         hostname: parsed.hostname,
         pathname: pathnameOf(opts.path),
       });
-      if (route === undefined || followsRedirectElsewhere(handler, parsed.origin)) {
-        return dispatch(opts, handler);
-      }
+      if (route === undefined) return dispatch(opts, handler);
       const controller = new CallController();
       handler.onRequestStart?.(controller, {});
       const start = (plan: CallPlan) => {
+        controller.onEarlyAbort = undefined;
         if (controller.aborted) {
+          // The caller aborted while the body was buffered, and was told then.
           plan.body.release();
-          handler.onResponseError?.(controller, controller.reason as Error);
           return;
         }
         new HttpCall(
@@ -47,12 +48,19 @@ export function createInterceptor(
           handler,
           controller,
           plan,
+          keys,
         ).start();
       };
       try {
-        const plan = planCall(route, method, opts.body, limits);
+        const plan = planCall(route, method, opts.body, limits, controller);
         if (plan instanceof Promise) {
-          plan.then(start, (err: unknown) => handler.onResponseError?.(controller, err as Error));
+          controller.onEarlyAbort = () =>
+            handler.onResponseError?.(controller, controller.reason as Error);
+          plan.then(start, (err: unknown) => {
+            if (controller.aborted) return;
+            controller.onEarlyAbort = undefined;
+            handler.onResponseError?.(controller, err as Error);
+          });
         } else {
           start(plan);
         }

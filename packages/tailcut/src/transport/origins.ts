@@ -39,16 +39,3 @@ export function pathnameOf(path: string): string {
   const q = path.indexOf('?');
   return q === -1 ? path : path.slice(0, q);
 }
-
-/**
- * True when `handler` is undici's redirect handler (an `interceptors.redirect` composed outside
- * tailcut) following a redirect to another origin than its call's first request: that is not
- * the route's service, so it passes through (else a route without `match.host` would match the
- * redirect's target and send it back to its replicas).
- */
-export function followsRedirectElsewhere(handler: unknown, origin: string): boolean {
-  const history = (handler as { history?: unknown }).history;
-  if (!Array.isArray(history) || history.length === 0) return false;
-  const first: unknown = history[0];
-  return first instanceof URL && first.origin !== origin;
-}

@@ -20,6 +20,7 @@ export function planCall(
   method: string,
   body: unknown,
   limits: BufferLimits,
+  caller: { readonly signal: AbortSignal },
 ): CallPlan | Promise<CallPlan> {
   const { hedgeable, needsIdempotencyKey } = sendRule(route, method);
   const plan = (prepared: PreparedBody): CallPlan => ({
@@ -27,6 +28,6 @@ export function planCall(
     maxAttempts: hedgeable && prepared.replayable ? route.settings.maxAttempts : 1,
     needsIdempotencyKey,
   });
-  const prepared = prepareBody(body, hedgeable, limits);
+  const prepared = prepareBody(body, hedgeable, limits, caller);
   return prepared instanceof Promise ? prepared.then(plan) : plan(prepared);
 }
