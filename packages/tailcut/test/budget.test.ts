@@ -17,15 +17,45 @@ describe('HedgeBudget', () => {
     expect(budget.stats()).toMatchObject({ granted: 5, deniedBudget: 5, tokens: 0 });
   });
 
-  it('always allows minPerSecond x ttl hedges, then refills as withdrawals expire', async () => {
+  it('allows minPerSecond x ttl hedges over the ttl, paced, then refills as withdrawals expire', async () => {
     const clock = new VirtualClock();
     const budget = budgetPort({ ratio: 0, minPerSecond: 2, ttlMs: 10_000, clock });
     const take = (n: number) =>
       Array.from({ length: n }, () => budget.acquire()).filter((g) => g === 'granted').length;
-    expect(take(30)).toBe(20);
+    // The reserve is not spent in one burst: at most twice the floor in any second.
+    const perSecond: number[] = [];
+    for (let s = 0; s < 10; s++) {
+      perSecond.push(take(30));
+      await clock.advance(1000);
+    }
+    expect(perSecond.every((n) => n <= 4)).toBe(true);
+    expect(perSecond.reduce((a, b) => a + b, 0)).toBe(20);
     for (let i = 0; i < 20; i++) budget.release();
     await clock.advance(10_000);
-    expect(take(30)).toBe(20);
+    expect(take(30)).toBe(4);
+  });
+
+  it('paces a burst: when every call in flight wants a hedge, a second gets at most 2x the sustained rate', () => {
+    let now = 0;
+    const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+    const budget = budgetPort({ ratio: 0.05, minPerSecond: 10, ttlMs: 10_000, clock });
+    // 10 s at 1,000 calls/s with no hedge: 500 tokens banked, plus the floor's reserve of 100.
+    for (let i = 0; i < 10_000; i++) {
+      now = i;
+      budget.deposit();
+    }
+    expect(budget.stats().tokens).toBe(600);
+    // The fleet slows: every call of the next second asks for a hedge.
+    let granted = 0;
+    for (let i = 0; i < 1000; i++) {
+      now = 10_000 + i;
+      budget.deposit();
+      if (budget.acquire() === 'granted') granted++;
+    }
+    // Sustained: 5% of 1,000 calls/s + 10/s = 60/s; the second gets at most 120 (12% of calls).
+    expect(granted).toBeGreaterThan(60);
+    expect(granted).toBeLessThanOrEqual(120);
+    expect(budget.affordableShare()).toBeCloseTo(0.06, 2);
   });
 
   it('expires deposits: a quiet period cannot bank a burst', async () => {

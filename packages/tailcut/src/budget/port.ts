@@ -38,6 +38,11 @@ export interface BudgetPort {
   refund(cost?: number): void;
   /** Withdraws one token for an overload signal (429, 503, connection refused). */
   penalize(): void;
+  /**
+   * The share of calls the budget can hedge at the current call rate (Infinity when
+   * unconstrained): the delay rises to the percentile it pays for.
+   */
+  affordableShare(): number;
   /** True when calls are weighed by a cost function (the engine then asks `costOf`). */
   readonly weighted: boolean;
   /** The weight of a call (1 when the budget does not weigh calls). */

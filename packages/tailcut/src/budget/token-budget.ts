@@ -12,6 +12,9 @@ import {
 
 const UNIT = 1_000_000;
 const SLICES = 10;
+/** The pace counts the last second in tenths. */
+const PACE_SLICES = 10;
+const PACE_SLICE_MS = 100;
 
 /**
  * A token bucket shared by every route of a client (or by several clients): each call deposits
@@ -20,6 +23,11 @@ const SLICES = 10;
  * RetryBudget), so over any window of length `ttlMs` the hedges are at most
  * `ratio × calls (in that window and the ttl before it) + minPerSecond × ttl`.
  * Amounts are integers (millionths of a token): the arithmetic is exact.
+ *
+ * Spending is paced too: the hedges granted in the last second stay within twice the sustained
+ * rate (`ratio × calls per second + minPerSecond`, at least one hedge), even when the fleet slows
+ * down all at once and every call in flight wants a hedge: the banked balance would otherwise go
+ * in one burst, at the moment the fleet may be overloaded.
  */
 export class TokenBudget implements BudgetPort, HedgeBudget {
   private readonly clock: Clock;
@@ -31,6 +39,18 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   private readonly maxConcurrent: number;
   private readonly ring = new Array<number>(SLICES).fill(0);
   private sum = 0;
+  /** Calls (in cost units) and overload penalties per slice, for the affordable share. */
+  private readonly calls = new Array<number>(SLICES).fill(0);
+  private callSum = 0;
+  private readonly penaltyRing = new Array<number>(SLICES).fill(0);
+  private penaltySum = 0;
+  private readonly ttlMs: number;
+  private readonly minPerSecond: number;
+  private readonly createdAt: number;
+  /** Units granted per tenth of a second, over the last second (the pace). */
+  private readonly spent = new Array<number>(PACE_SLICES).fill(0);
+  private spentSum = 0;
+  private spentIndex: number;
   private sliceIndex: number;
   private inFlight = 0;
   private granted = 0;
@@ -48,6 +68,10 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
     this.sliceMs = o.ttlMs / SLICES;
     this.maxConcurrent = o.maxConcurrentHedges;
     this.sliceIndex = Math.floor(this.clock.now() / this.sliceMs);
+    this.ttlMs = o.ttlMs;
+    this.minPerSecond = o.minPerSecond;
+    this.createdAt = this.clock.now();
+    this.spentIndex = Math.floor(this.createdAt / PACE_SLICE_MS);
   }
 
   get [BUDGET_PORT](): BudgetPort {
@@ -57,6 +81,21 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   /** Credits the budget for one call. The engine calls this once per routed call. */
   deposit(cost = 1): void {
     this.add(cost === 1 ? this.depositAmount : Math.round(this.ratio * cost * UNIT));
+    const i = this.sliceIndex % SLICES;
+    this.calls[i] = (this.calls[i] ?? 0) + cost;
+    this.callSum += cost;
+  }
+
+  /**
+   * The share of calls the budget can hedge at the current call rate: what a call earns
+   * (`ratio`), plus the floor spread over the calls of the last ttl, less the overload
+   * penalties. Infinity before any call.
+   */
+  affordableShare(): number {
+    this.rotate();
+    if (this.callSum <= 0) return Number.POSITIVE_INFINITY;
+    const floor = this.reserve / UNIT;
+    return Math.max(0, this.ratio * this.callSum + floor - this.penaltySum) / this.callSum;
   }
 
   /**
@@ -70,10 +109,11 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
     }
     this.rotate();
     const amount = cost === 1 ? UNIT : Math.round(cost * UNIT);
-    if (this.reserve + this.sum < amount) {
+    if (this.reserve + this.sum < amount || !this.paceAllows(amount)) {
       this.deniedBudget++;
       return 'denied_budget';
     }
+    this.spend(amount);
     this.add(-amount);
     this.inFlight++;
     this.granted++;
@@ -104,6 +144,9 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   penalize(): void {
     this.add(-UNIT);
     this.penalties++;
+    const i = this.sliceIndex % SLICES;
+    this.penaltyRing[i] = (this.penaltyRing[i] ?? 0) + 1;
+    this.penaltySum++;
   }
 
   /** Marks a granted hedge as ended (won, lost, failed or cancelled). */
@@ -112,7 +155,9 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   }
 
   refund(cost = 1): void {
-    this.add(cost === 1 ? UNIT : Math.round(cost * UNIT));
+    const amount = cost === 1 ? UNIT : Math.round(cost * UNIT);
+    this.add(amount);
+    this.spend(-amount);
     if (this.granted > 0) this.granted--;
   }
 
@@ -135,16 +180,60 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
     this.sum += amount;
   }
 
+  /** Hedges per second the budget sustains at the current call rate (in cost units). */
+  private sustainedPerSecond(): number {
+    const seconds = Math.min(this.ttlMs, Math.max(1000, this.clock.now() - this.createdAt)) / 1000;
+    return this.ratio * (this.callSum / seconds) + this.minPerSecond;
+  }
+
+  /** True when granting `amount` keeps the last second within twice the sustained rate. */
+  private paceAllows(amount: number): boolean {
+    this.rotateSpent();
+    const cap = Math.max(UNIT, 2 * this.sustainedPerSecond() * UNIT);
+    return this.spentSum + amount <= cap;
+  }
+
+  private spend(amount: number): void {
+    this.rotateSpent();
+    const i = this.spentIndex % PACE_SLICES;
+    this.spent[i] = (this.spent[i] ?? 0) + amount;
+    this.spentSum += amount;
+  }
+
+  private rotateSpent(): void {
+    const index = Math.floor(this.clock.now() / PACE_SLICE_MS);
+    if (index <= this.spentIndex) return;
+    if (index - this.spentIndex >= PACE_SLICES) {
+      this.spent.fill(0);
+      this.spentSum = 0;
+    } else {
+      for (let i = this.spentIndex + 1; i <= index; i++) {
+        this.spentSum -= this.spent[i % PACE_SLICES] ?? 0;
+        this.spent[i % PACE_SLICES] = 0;
+      }
+    }
+    this.spentIndex = index;
+  }
+
   private rotate(): void {
     const index = Math.floor(this.clock.now() / this.sliceMs);
     if (index <= this.sliceIndex) return;
     if (index - this.sliceIndex >= SLICES) {
       this.ring.fill(0);
       this.sum = 0;
+      this.calls.fill(0);
+      this.callSum = 0;
+      this.penaltyRing.fill(0);
+      this.penaltySum = 0;
     } else {
       for (let i = this.sliceIndex + 1; i <= index; i++) {
-        this.sum -= this.ring[i % SLICES] ?? 0;
-        this.ring[i % SLICES] = 0;
+        const j = i % SLICES;
+        this.sum -= this.ring[j] ?? 0;
+        this.ring[j] = 0;
+        this.callSum -= this.calls[j] ?? 0;
+        this.calls[j] = 0;
+        this.penaltySum -= this.penaltyRing[j] ?? 0;
+        this.penaltyRing[j] = 0;
       }
     }
     this.sliceIndex = index;

@@ -32,7 +32,7 @@ export const HEDGE_OPTIONS = {
   ),
   initialDelayMs: numberOption(100, MS, {
     valid: '0 … 3,600,000',
-    doc: 'the delay until the window holds `minSamples` latencies',
+    doc: 'the delay until `minSamples` latencies are remembered',
   }),
   minDelayMs: numberOption(1, MS, {
     valid: '0 … 3,600,000, ≤ `maxDelayMs`',
@@ -45,14 +45,17 @@ export const HEDGE_OPTIONS = {
   windowMs: numberOption(
     30_000,
     { min: 1_000, max: 3_600_000, integer: true },
-    { valid: 'integer 1,000 … 3,600,000', doc: 'length of the rolling latency window' },
+    {
+      valid: 'integer 1,000 … 3,600,000',
+      doc: 'the oldest latency the delay may rest on; at high call rates it rests on the newest ones only (about a second at 500 calls/s for a p95)',
+    },
   ),
   minSamples: numberOption(
     20,
     { min: 1, max: 1_000_000, integer: true },
     {
       valid: 'integer 1 … 1,000,000',
-      doc: 'latencies in the window before the percentile is trusted',
+      doc: 'latencies remembered (within `windowMs`) before the percentile is trusted',
     },
   ),
 } satisfies OptionTable<HedgeOptions>;

@@ -187,7 +187,7 @@ class Race<T> implements RaceHandle {
     // by then is further into the tail, where a hedge matters most). Nothing waits for tokens
     // and nothing is reserved: the next ask is a new decision against the budget.
     const { route, clock } = this.spec;
-    const wait = (this.spec.estimator ?? route.estimator).delayMs() * 2 ** ++this.refusals;
+    const wait = this.delayMs() * 2 ** ++this.refusals;
     if (wait <= route.settings.delay.maxDelayMs) this.timer = clock.setTimeout(this.onTimer, wait);
   };
   private readonly onAbort = () => this.abort(this.spec.signal?.reason);
@@ -248,6 +248,12 @@ class Race<T> implements RaceHandle {
     this.afterFailure(true);
   }
 
+  /** The call's hedge delay: its estimator's, at the percentile the budget can afford. */
+  private delayMs(): number {
+    const spec = this.spec;
+    return (spec.estimator ?? spec.route.estimator).delayMs(spec.budget.affordableShare());
+  }
+
   /** Records a primary's latency: exact at commit, or a censored lower bound past the delay. */
   private learn(attempt: Attempt<T>, exact: boolean): void {
     if (attempt.kind !== 'primary') return;
@@ -287,10 +293,7 @@ class Race<T> implements RaceHandle {
     this.refusals = 0;
     this.clearTimer();
     if (tried.length < maxAttempts) {
-      this.timer = clock.setTimeout(
-        this.onTimer,
-        (this.spec.estimator ?? route.estimator).delayMs(),
-      );
+      this.timer = clock.setTimeout(this.onTimer, this.delayMs());
     }
     this.launching = attempt;
     try {
