@@ -5,8 +5,8 @@ import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
 import { measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
-import { D2, D3, type Profile } from './fleet/profile.js';
-import { htmlReport } from './report/html.js';
+import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
+import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
 import { simulateTrace } from './sim/simulate.js';
@@ -17,7 +17,7 @@ usage: tailcut-lab <command> [options]
 
 commands:
   demo       docs/design.md's D2 profile, every strategy side by side (under a minute)
-  run        one scenario:  --profile d2|d3  --rate N  --seconds S  --replicas R
+  run        one scenario:  --profile d2|d3|shift|cold  --rate N  --seconds S  --replicas R
              --strategies none,fixed,cockatiel,tailcut  --fixed-delay MS  --slo MS  --seed N
   simulate   replay recorded latencies through tailcut's engine under a virtual clock:
              --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
@@ -81,7 +81,7 @@ function progressBar(seconds: number) {
 async function scenario(
   profile: Profile,
   name: string,
-  defaults: { rate: number; seconds: number; slo: number; fixed: number },
+  defaults: { rate: number; seconds: number; slo: number; fixed: number; warmup?: number },
 ) {
   const strategies = (values.strategies ?? '').split(',').map((s) => s.trim()) as StrategyName[];
   for (const s of strategies) {
@@ -90,6 +90,9 @@ async function scenario(
   const seconds = number('seconds', values.seconds, defaults.seconds);
   const rate = number('rate', values.rate, defaults.rate);
   const sloMs = number('slo', values.slo, defaults.slo);
+  const warmupSeconds = defaults.warmup ?? 2;
+  const points: TimelinePoint[] = [];
+  const last = new Map<string, { hedges: number; calls: number }>();
   const rows = await runScenario({
     profile,
     replicas: number('replicas', values.replicas, 3),
@@ -99,13 +102,30 @@ async function scenario(
     sloMs,
     fixedDelayMs: number('fixed-delay', values['fixed-delay'], defaults.fixed),
     strategies,
-    progress: progressBar(seconds + 2),
+    warmupSeconds,
+    progress: progressBar(seconds + warmupSeconds),
+    onSecond: (strategy, second) => {
+      const route = strategy.stats?.().routes.lab;
+      if (route === undefined) return;
+      const before = last.get(strategy.name) ?? { hedges: 0, calls: 0 };
+      last.set(strategy.name, { hedges: route.hedgesSent, calls: route.calls });
+      points.push({
+        strategy: strategy.name,
+        second: second + 1 - warmupSeconds,
+        delayMs: route.delayMs,
+        hedges: route.hedgesSent - before.hedges,
+        calls: route.calls - before.calls,
+      });
+    },
   });
   const text = table(rows, sloMs);
   console.log(`\n${name}: ${rate} calls/s, ${seconds} s measured, ${values.replicas} replicas\n`);
   console.log(text);
   const report = resolve(values.report ?? 'lab-report.html');
-  writeFileSync(report, htmlReport(`tailcut lab: ${name}`, rows, text));
+  writeFileSync(
+    report,
+    htmlReport(`tailcut lab: ${name}`, rows, text, { points, profile, percentile: 95 }),
+  );
   console.log(`\nreport: ${report}`);
 }
 
@@ -120,15 +140,17 @@ if (values.help || command === undefined || command === 'help') {
     fixed: 50,
   });
 } else if (command === 'run') {
-  const profiles: Record<string, Profile> = { d2: D2, d3: D3 };
+  const profiles: Record<string, Profile> = { d2: D2, d3: D3, shift: SHIFT, cold: COLD };
+  const name = values.profile ?? 'd2';
   const profile =
-    profiles[values.profile ?? 'd2'] ??
-    fail(`unknown profile ${JSON.stringify(values.profile)} (d2, d3)`);
-  await scenario(profile, (values.profile ?? 'd2').toUpperCase(), {
+    profiles[name] ?? fail(`unknown profile ${JSON.stringify(name)} (d2, d3, shift, cold)`);
+  await scenario(profile, name.toUpperCase(), {
     rate: 500,
-    seconds: 10,
+    seconds: name === 'shift' ? 15 : 10,
     slo: 50,
     fixed: 50,
+    // A cold start is the client's too: no warm-up.
+    warmup: name === 'cold' ? 0 : 2,
   });
 } else if (command === 'simulate') {
   if (values.trace === undefined) fail('simulate needs --trace FILE (one latency in ms per line)');

@@ -37,6 +37,12 @@ export interface Scenario {
   fleetPerStrategy?: boolean;
   /** Called each second with the tailcut strategy's stats (delay over time). */
   onSecond?: (strategy: Strategy, second: number) => void;
+  /**
+   * When the fleet's clock (its shift and cold-start schedule) starts: at the end of the
+   * warm-up (default, as the client measures), or with the strategy, so that the warm-up is the
+   * fleet's cold start and the measurement what follows it.
+   */
+  fleetClockFrom?: 'measure' | 'start';
 }
 
 function make(name: StrategyName, o: StrategyOptions): Strategy {
@@ -60,6 +66,7 @@ function theoryOf(name: StrategyName, s: Scenario): Theory | undefined {
   if (
     p.concurrency !== undefined ||
     p.correlatedFromMs !== undefined ||
+    p.coldMs !== undefined ||
     p.slowReplica !== undefined
   )
     return undefined;
@@ -110,7 +117,9 @@ export async function runScenario(s: Scenario): Promise<Row[]> {
           progress: (f) => s.progress?.(strategy.name, f),
           onSecond: (second) => s.onSecond?.(strategy, second),
           // The fleet counts from the end of the warm-up, as the client measures.
-          onMeasureStart: () => void fleet.reset(),
+          onMeasureStart: () => {
+            if (s.fleetClockFrom !== 'start') void fleet.reset();
+          },
         });
         // Let the losers' aborts reach the fleet before counting.
         await new Promise((r) => setTimeout(r, 200));

@@ -18,6 +18,11 @@ export interface Profile {
   /** From this many ms after the fleet starts (or is reset), every replica is `correlatedFactor` slower. */
   correlatedFromMs?: number;
   correlatedFactor?: number;
+  /** ...until this many ms (then back to normal). Default: for good. */
+  correlatedUntilMs?: number;
+  /** A cold start: for this many ms after the fleet starts (or is reset), `coldFactor` slower. */
+  coldMs?: number;
+  coldFactor?: number;
   /** Load-dependent replicas: a FIFO queue with this many requests served at once. */
   concurrency?: number;
   /** Keep serving requests whose client went away (so hedges really add queueing). */
@@ -41,6 +46,21 @@ export interface Profile {
 /** docs/design.md's D2: lognormal median 20 ms, sigma 0.4, plus 1% of attempts x10. */
 export const D2: Profile = { medianMs: 20, sigma: 0.4, stallProbability: 0.01, stallFactor: 10 };
 
+/** D2, every replica ×3 slower from 5 s to 10 s after the fleet starts: a shift up, then down. */
+export const SHIFT: Profile = {
+  ...D2,
+  correlatedFromMs: 5000,
+  correlatedUntilMs: 10_000,
+  correlatedFactor: 3,
+};
+
+/** D2 with a cold start: the first 2 s ×8 slower (new connections, JIT, cold caches). */
+export const COLD: Profile = {
+  ...D2,
+  coldMs: 2000,
+  coldFactor: 8,
+};
+
 /** docs/design.md's D3: 99% around 10 ms, 1% around 1 s. */
 export const D3: Profile = { medianMs: 10, sigma: 0.2, stallProbability: 0.01, stallFactor: 100 };
 
@@ -56,8 +76,19 @@ export function drawLatency(
     ms *= profile.stallFactor ?? 10;
   }
   if (profile.slowReplica === replica) ms *= profile.slowReplicaFactor ?? 3;
-  if (profile.correlatedFromMs !== undefined && elapsedMs >= profile.correlatedFromMs) {
-    ms *= profile.correlatedFactor ?? 3;
+  return ms * slowdownAt(profile, elapsedMs);
+}
+
+/** How much slower every replica is `elapsedMs` after the fleet starts (shift, cold start). */
+export function slowdownAt(profile: Profile, elapsedMs: number): number {
+  let factor = 1;
+  if (
+    profile.correlatedFromMs !== undefined &&
+    elapsedMs >= profile.correlatedFromMs &&
+    elapsedMs < (profile.correlatedUntilMs ?? Number.POSITIVE_INFINITY)
+  ) {
+    factor *= profile.correlatedFactor ?? 3;
   }
-  return ms;
+  if (profile.coldMs !== undefined && elapsedMs < profile.coldMs) factor *= profile.coldFactor ?? 8;
+  return factor;
 }

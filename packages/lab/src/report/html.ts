@@ -1,4 +1,5 @@
-import { quantile } from '../theory.js';
+import { type Profile, slowdownAt } from '../fleet/profile.js';
+import { quantile, survival } from '../theory.js';
 import { PERCENTILES, type Row } from './summary.js';
 
 const COLORS = ['#d62728', '#ff7f0e', '#9467bd', '#2ca02c', '#1f77b4', '#8c564b'];
@@ -69,8 +70,91 @@ export function percentilePlot(rows: Row[], title: string): string {
   return out.join('\n');
 }
 
-/** A self-contained HTML report: the plot and the table. */
-export function htmlReport(title: string, rows: Row[], tableText: string): string {
+/** One second of a hedging strategy's run: its delay, and the hedges it sent that second. */
+export interface TimelinePoint {
+  strategy: string;
+  /** Seconds since the measurement (and the fleet's clock) started; negative in the warm-up. */
+  second: number;
+  delayMs: number;
+  hedges: number;
+  calls: number;
+}
+
+/**
+ * The delay over time against the fleet's true percentile (the profile's unhedged quantile ×
+ * its slowdown at that time), and the share of calls hedged each second.
+ */
+export function timelinePlot(
+  points: TimelinePoint[],
+  profile: Profile,
+  percentile: number,
+): string {
+  const w = 900;
+  const h = 420;
+  const L = 70;
+  const R = 70;
+  const T = 40;
+  const B = 50;
+  const base = quantile(survival(profile), percentile / 100);
+  const seconds = points.map((p) => p.second);
+  const x0 = Math.min(0, ...seconds);
+  const x1 = Math.max(1, ...seconds);
+  const xOf = (s: number) => L + ((s - x0) / (x1 - x0)) * (w - L - R);
+  const truth = (s: number) => base * slowdownAt(profile, s * 1000);
+  const yTop = Math.max(...points.map((p) => p.delayMs), ...seconds.map(truth)) * 1.1;
+  const yOf = (ms: number) => T + (1 - ms / yTop) * (h - T - B);
+  const shareTop = Math.max(0.1, ...points.map((p) => (p.calls > 0 ? p.hedges / p.calls : 0)));
+  const y2Of = (share: number) => T + (1 - share / shareTop) * (h - T - B);
+  const line = (xy: [number, number][]) =>
+    xy.map(([x, y], j) => `${j ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`).join('');
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${w}" height="${h}" fill="white"/>`,
+    `<text x="${L}" y="24" font-size="15">Hedge delay over time against the fleet's true p${percentile}, and the share of calls hedged</text>`,
+    `<line x1="${L}" x2="${w - R}" y1="${h - B}" y2="${h - B}" stroke="#999"/>`,
+  ];
+  for (let s = Math.ceil(x0); s <= x1; s++) {
+    out.push(`<text x="${xOf(s)}" y="${h - B + 16}" text-anchor="middle">${s}</text>`);
+  }
+  out.push(`<text x="${(L + w - R) / 2}" y="${h - 12}" text-anchor="middle">seconds</text>`);
+  for (let k = 0; k <= 4; k++) {
+    const ms = (yTop * k) / 4;
+    out.push(`<text x="${L - 6}" y="${yOf(ms) + 4}" text-anchor="end">${ms.toFixed(0)} ms</text>`);
+    out.push(
+      `<text x="${w - R + 6}" y="${y2Of((shareTop * k) / 4) + 4}" fill="#2ca02c">${((shareTop * k * 100) / 4).toFixed(0)}%</text>`,
+    );
+  }
+  const fine: [number, number][] = [];
+  for (let s = x0; s <= x1; s += (x1 - x0) / 400) fine.push([xOf(s), yOf(truth(s))]);
+  out.push(`<path d="${line(fine)}" fill="none" stroke="#000" stroke-dasharray="4 3"/>`);
+  const names = [...new Set(points.map((p) => p.strategy))];
+  names.forEach((name, i) => {
+    const mine = points.filter((p) => p.strategy === name);
+    const color = COLORS[(i + 4) % COLORS.length];
+    out.push(
+      `<path d="${line(mine.map((p) => [xOf(p.second), yOf(p.delayMs)]))}" fill="none" stroke="${color}" stroke-width="2"/>`,
+    );
+    out.push(
+      `<path d="${line(mine.map((p) => [xOf(p.second), y2Of(p.calls > 0 ? p.hedges / p.calls : 0)]))}" fill="none" stroke="#2ca02c" stroke-width="1"/>`,
+    );
+    out.push(
+      `<text x="${L + 10}" y="${T + 16 + i * 18}" fill="${color}">${esc(name)}: delay</text>`,
+    );
+  });
+  out.push(
+    `<text x="${w - R}" y="${T + 16}" text-anchor="end">dashed: true p${percentile}; green: hedges ÷ calls</text>`,
+  );
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+/** A self-contained HTML report: the plots and the table. */
+export function htmlReport(
+  title: string,
+  rows: Row[],
+  tableText: string,
+  timeline?: { points: TimelinePoint[]; profile: Profile; percentile: number },
+): string {
   const cells = rows
     .map(
       (r) =>
@@ -81,6 +165,7 @@ export function htmlReport(title: string, rows: Row[], tableText: string): strin
 <style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right}td:first-child{text-align:left}</style>
 <h1>${esc(title)}</h1>
 ${percentilePlot(rows, 'Latency by percentile (log scales)')}
+${timeline && timeline.points.length > 0 ? timelinePlot(timeline.points, timeline.profile, timeline.percentile) : ''}
 <table><tr><th>strategy</th>${PERCENTILES.map((p) => `<th>p${p} ms</th>`).join('')}<th>extra load</th></tr>${cells}</table>
 <pre>${esc(tableText)}</pre>`;
 }
