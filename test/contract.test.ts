@@ -6,6 +6,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBudget, createHedgedFetch, isTailcutError, TailcutError } from 'tailcut';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../packages/tailcut/test/support/wait.js';
 
 interface Hit {
   replica: string;
@@ -18,12 +19,19 @@ interface Hit {
 const hits: Hit[] = [];
 const servers: ReturnType<typeof createServer>[] = [];
 const origins: string[] = [];
+/**
+ * The slow replica's answers, held until the test releases them (or the client gives up on
+ * them): a hedge answers first however slow the machine, and a call that cannot hedge waits.
+ */
+const heldSlow = new Set<() => void>();
+const releaseSlow = () => {
+  const now = [...heldSlow];
+  heldSlow.clear();
+  for (const answer of now) answer();
+};
 
 beforeAll(async () => {
-  for (const [name, delay] of [
-    ['slow', 250],
-    ['fast', 5],
-  ] as const) {
+  for (const name of ['slow', 'fast'] as const) {
     const server = createServer((req, res) => {
       let body = '';
       req.on('data', (c) => {
@@ -37,7 +45,13 @@ beforeAll(async () => {
           headers: req.headers,
           body,
         });
-        const t = setTimeout(() => res.end(JSON.stringify({ replica: name, echo: body })), delay);
+        const answer = () => res.end(JSON.stringify({ replica: name, echo: body }));
+        if (name === 'slow') {
+          heldSlow.add(answer);
+          res.on('close', () => heldSlow.delete(answer));
+          return;
+        }
+        const t = setTimeout(answer, 5);
         res.on('close', () => clearTimeout(t));
       });
     });
@@ -98,8 +112,32 @@ describe('public API contract (docs/design.md)', () => {
     const route = { name: 'r', replicas: origins, hedge: { initialDelayMs: 20, minSamples: 1e6 } };
     const one = createHedgedFetch({ routes: [route], budget });
     const two = createHedgedFetch({ routes: [route], budget });
-    await (await one(`${origins[0]}/shared-1`)).text();
-    await (await two(`${origins[0]}/shared-2`)).text();
+    // One's primary is held: its hedge, granted the budget's one token, answers.
+    const first = one(`${origins[0]}/shared-1`).then((r) => r.text());
+    first.catch(() => {}); // awaited below
+    await waitFor(() => (one.stats().routes.r?.hedgesSent ?? 0) === 1, {
+      message: () => `the first client's hedge was sent: ${JSON.stringify(one.stats())}`,
+    });
+    await first;
+    // Two's primary is held until its hedge has been refused; then it answers.
+    let done = false;
+    const second = two(`${origins[0]}/shared-2`)
+      .then((r) => r.text())
+      .finally(() => {
+        done = true;
+      });
+    await waitFor(() => (two.stats().routes.r?.hedgesDeniedBudget ?? 0) >= 1, {
+      message: () => `the second client's hedge was refused: ${JSON.stringify(two.stats())}`,
+    });
+    // The primary may reach the server after the refusal: release until the call is done.
+    await waitFor(
+      () => {
+        releaseSlow();
+        return done;
+      },
+      { message: 'the second call answered once released' },
+    );
+    await second;
     expect(budget.stats().granted).toBe(1);
     expect(one.stats().routes.r?.hedgesSent).toBe(1);
     // Refused at its first ask, and at each later one (twice the wait each time).

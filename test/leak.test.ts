@@ -11,6 +11,7 @@ import { runInNewContext } from 'node:vm';
 import { createHedgedFetch } from 'tailcut';
 import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { describeResources, waitFor } from '../packages/tailcut/test/support/wait.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -68,26 +69,58 @@ describe('leaks', () => {
     await settle();
     const heapBefore = process.memoryUsage().heapUsed;
     const handlesBefore = handles();
+    const resourcesBefore = describeResources();
     await run(20_000);
-    // undici's fetch lets go of some per-call memory only after a few seconds (finalizers and
-    // timers): give it that time before comparing.
-    await new Promise((r) => setTimeout(r, 5_000));
-    await settle();
-    const heapAfter = process.memoryUsage().heapUsed;
     const stats = f.stats().routes.r;
     expect(stats?.hedgesSent).toBeGreaterThan(100);
-    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
     expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toHaveLength(0);
-    expect(heapAfter - heapBefore).toBeLessThan(16 * 1024 * 1024);
-    expect(handles()).toBeLessThanOrEqual(handlesBefore + 4);
-    const pools = Object.values(dispatcher.stats) as unknown as {
-      connected: number;
-      running: number;
-    }[];
-    for (const pool of pools) {
-      expect(pool.connected).toBeLessThanOrEqual(64);
-      expect(pool.running).toBe(0);
-    }
+    const pools = () =>
+      Object.values(dispatcher.stats) as unknown as { connected: number; running: number }[];
+    for (const pool of pools()) expect(pool.connected).toBeLessThanOrEqual(64);
+    // Coming back to the baseline takes a while: undici's fetch lets go of some per-call memory
+    // only after a few seconds (finalizers and timers), sockets close on their keep-alive
+    // timeouts, and all of it is later on a busy machine. Wait for each, collecting as we go,
+    // up to a deadline far beyond what a healthy run needs.
+    const slowly = { timeoutMs: 30_000, intervalMs: 100 };
+    const collect = async () => {
+      gc();
+      await new Promise((r) => setImmediate(r)); // finalizers run after the collection
+    };
+    // A call leaves the signal's one listener when its response body is collected.
+    await waitFor(
+      async () => {
+        await collect();
+        return getEventListeners(shared.signal, 'abort').length === 0;
+      },
+      {
+        ...slowly,
+        message: () =>
+          `no abort listener left on the shared signal (${getEventListeners(shared.signal, 'abort').length} now)`,
+      },
+    );
+    await waitFor(() => pools().every((p) => p.running === 0), {
+      ...slowly,
+      message: () => `the pools are idle: ${JSON.stringify(pools())}`,
+    });
+    let heapAfter = 0;
+    await waitFor(
+      async () => {
+        await collect();
+        heapAfter = process.memoryUsage().heapUsed;
+        return heapAfter - heapBefore < 16 * 1024 * 1024;
+      },
+      {
+        ...slowly,
+        intervalMs: 250,
+        message: () => `heap back within 16 MiB of ${heapBefore} bytes: ${heapAfter} now`,
+      },
+    );
+    await waitFor(() => handles() <= handlesBefore + 4, {
+      ...slowly,
+      message: () =>
+        `handles back to ${handlesBefore} + 4 (${resourcesBefore}); now ${handles()} (${describeResources()})`,
+    });
+    for (const pool of pools()) expect(pool.connected).toBeLessThanOrEqual(64);
     process.off('warning', onWarning);
     await f.close();
     await dispatcher.close();

@@ -1,14 +1,16 @@
 /**
  * The official openai SDK (v6) with `fetch: hedgedFetch` against OpenAI-compatible loopback
  * replicas that flush their 200 headers at once and then think (time to first token), as
- * inference servers do. With commitOn: 'first-byte' the hedge wins on the first token and the
- * SDK sees one stream, from one replica, never interleaved.
+ * inference servers do, with their early events (a comment and a role-only delta) sent at once.
+ * With commitOn: 'first-token' the race is decided on the first generated token, not on those
+ * early events, and the SDK sees one stream, from one replica, never interleaved.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { createHedgedFetch, type HedgedFetch } from 'tailcut';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../packages/tailcut/test/support/wait.js';
 
 interface Replica {
   origin: string;
@@ -22,7 +24,10 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
 
-/** An OpenAI-compatible replica: `ttftMs(n)` before the first token of its n-th request. */
+/**
+ * An OpenAI-compatible replica: `ttftMs(n)` before the first token of its n-th request;
+ * `Infinity` never answers (until the client gives up on the request).
+ */
 async function replica(
   name: string,
   ttftMs: (n: number) => number,
@@ -38,6 +43,9 @@ async function replica(
       const n = state.requests++;
       const body = JSON.parse(raw || '{}') as { stream?: boolean; tools?: unknown[] };
       const timers: NodeJS.Timeout[] = [];
+      const later = (fn: () => void, ms: number) => {
+        if (ms !== Number.POSITIVE_INFINITY) timers.push(setTimeout(fn, ms));
+      };
       res.on('close', () => {
         if (!res.writableFinished) state.aborted++;
         for (const t of timers) clearTimeout(t);
@@ -51,61 +59,58 @@ async function replica(
         `data: ${JSON.stringify({ id: `chatcmpl-${name}`, object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
       if (body.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.flushHeaders();
-        timers.push(
-          setTimeout(() => {
-            if (body.tools) {
-              res.write(
-                chunk({
-                  role: 'assistant',
-                  tool_calls: [
-                    {
-                      index: 0,
-                      id: 'call_1',
-                      type: 'function',
-                      function: { name: 'lookup', arguments: '' },
-                    },
-                  ],
-                }),
-              );
-              res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] }));
-              res.write(
-                chunk(
-                  { tool_calls: [{ index: 0, function: { arguments: `"${name}"}` } }] },
-                  'tool_calls',
-                ),
-              );
-            } else {
-              for (const word of ['hello', ' from', ` ${name}`])
-                res.write(chunk({ content: word }));
-              res.write(chunk({}, 'stop'));
-            }
-            res.end('data: [DONE]\n\n');
-          }, ttftMs(n)),
-        );
+        // As OpenAI-compatible servers do: a comment and a role-only delta at once, then the
+        // model thinks (time to first token).
+        res.write(': processing\n\n');
+        res.write(chunk({ role: 'assistant', content: '' }));
+        later(() => {
+          if (body.tools) {
+            res.write(
+              chunk({
+                tool_calls: [
+                  {
+                    index: 0,
+                    id: 'call_1',
+                    type: 'function',
+                    function: { name: 'lookup', arguments: '' },
+                  },
+                ],
+              }),
+            );
+            res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] }));
+            res.write(
+              chunk(
+                { tool_calls: [{ index: 0, function: { arguments: `"${name}"}` } }] },
+                'tool_calls',
+              ),
+            );
+          } else {
+            for (const word of ['hello', ' from', ` ${name}`]) res.write(chunk({ content: word }));
+            res.write(chunk({}, 'stop'));
+          }
+          res.end('data: [DONE]\n\n');
+        }, ttftMs(n));
         return;
       }
-      timers.push(
-        setTimeout(() => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(
-            JSON.stringify({
-              id: `chatcmpl-${name}`,
-              object: 'chat.completion',
-              created: 1,
-              model: 'm',
-              choices: [
-                {
-                  index: 0,
-                  message: { role: 'assistant', content: `hello from ${name}` },
-                  finish_reason: 'stop',
-                },
-              ],
-              usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
-            }),
-          );
-        }, ttftMs(n)),
-      );
+      later(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: `chatcmpl-${name}`,
+            object: 'chat.completion',
+            created: 1,
+            model: 'm',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: `hello from ${name}` },
+                finish_reason: 'stop',
+              },
+            ],
+            usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
+          }),
+        );
+      }, ttftMs(n));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -135,7 +140,7 @@ function sdk(replicas: Replica[], maxRetries = 0): { client: OpenAI; hedgedFetch
         match: { method: 'POST', path: '/v1/chat/completions' },
         replicas: replicas.map((r) => r.origin),
         idempotent: true,
-        commitOn: 'first-byte',
+        commitOn: 'first-token',
         hedge: { initialDelayMs: 50, minSamples: 1e6 },
       },
     ],
@@ -154,22 +159,21 @@ const messages = [{ role: 'user' as const, content: 'hi' }];
 
 describe('openai SDK v6 with fetch: hedgedFetch', () => {
   it('streaming: a stalled first token is hedged; the SDK gets one stream from one replica', async () => {
-    const slow = await replica('slow', () => 1000);
+    // The slow replica never sends its first token: only the hedge can answer.
+    const slow = await replica('slow', () => Number.POSITIVE_INFINITY);
     const fast = await replica('fast', () => 5);
     const { client, hedgedFetch } = sdk([slow, fast]);
-    const started = performance.now();
     const stream = await client.chat.completions.create({ model: 'm', messages, stream: true });
     let text = '';
     for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
     expect(text).toBe('hello from fast');
-    expect(performance.now() - started).toBeLessThan(500);
     expect(hedgedFetch.stats().routes.chat).toMatchObject({ hedgesSent: 1, hedgesWon: 1 });
-    await new Promise((r) => setTimeout(r, 50));
-    expect(slow.aborted).toBe(1);
+    await waitFor(() => slow.aborted === 1, { message: 'the stalled stream was closed' });
+    expect(slow.requests).toBe(1);
   });
 
   it('non-streaming calls hedge too', async () => {
-    const slow = await replica('slow', () => 1000);
+    const slow = await replica('slow', () => Number.POSITIVE_INFINITY);
     const fast = await replica('fast', () => 5);
     const { client } = sdk([slow, fast]);
     const completion = await client.chat.completions.create({ model: 'm', messages });
@@ -177,7 +181,7 @@ describe('openai SDK v6 with fetch: hedgedFetch', () => {
   });
 
   it('tool-call chunks arrive whole, from the winner only', async () => {
-    const slow = await replica('slow', () => 1000);
+    const slow = await replica('slow', () => Number.POSITIVE_INFINITY);
     const fast = await replica('fast', () => 5);
     const { client } = sdk([slow, fast]);
     const stream = await client.chat.completions.create({
@@ -193,19 +197,25 @@ describe('openai SDK v6 with fetch: hedgedFetch', () => {
   });
 
   it('an abort through the SDK rejects and closes every attempt', async () => {
-    const a = await replica('a', () => 2000);
-    const b = await replica('b', () => 2000);
+    const a = await replica('a', () => Number.POSITIVE_INFINITY);
+    const b = await replica('b', () => Number.POSITIVE_INFINITY);
     const { client } = sdk([a, b]);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 150);
-    await expect(
-      client.chat.completions.create(
-        { model: 'm', messages, stream: true },
-        { signal: controller.signal },
-      ),
-    ).rejects.toThrow(/abort/i);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(a.aborted + b.aborted).toBe(a.requests + b.requests);
+    const call = client.chat.completions.create(
+      { model: 'm', messages, stream: true },
+      { signal: controller.signal },
+    );
+    call.catch(() => {}); // awaited below
+    // Abort once the primary and its hedge are both at the replicas.
+    await waitFor(() => a.requests + b.requests === 2, {
+      message: () => `primary and hedge at the replicas, saw ${a.requests + b.requests}`,
+    });
+    controller.abort();
+    await expect(call).rejects.toThrow(/abort/i);
+    await waitFor(() => a.aborted + b.aborted === 2, {
+      message: () => `both attempts closed, saw ${a.aborted + b.aborted}`,
+    });
+    expect(a.requests + b.requests).toBe(2);
   });
 
   it('the SDK’s own retries come after tailcut’s: each is a new hedged call', async () => {

@@ -13,6 +13,7 @@ import { startGateway, startLoad } from '@tailcut/example-inference-gateway';
 import { startFakeReplica } from '@tailcut/example-inference-gateway/fleet';
 import { renderPanelSvg } from '@tailcut/example-inference-gateway/render';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../packages/tailcut/test/support/wait.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const dashboard = JSON.parse(
@@ -39,8 +40,6 @@ async function freePort(): Promise<number> {
   await new Promise((r) => server.close(r));
   return port;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
   let prometheus: ChildProcess | undefined;
@@ -78,18 +77,47 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
       ],
       { stdio: 'ignore' },
     );
-    for (let i = 0; i < 100; i++) {
-      try {
-        if ((await fetch(`${api}/-/ready`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`${api}/-/ready`)).ok;
+        } catch {
+          return false; // not listening yet
+        }
+      },
+      { timeoutMs: 20_000, intervalMs: 100, message: 'Prometheus is ready' },
+    );
     started = Date.now() / 1000;
-    // Enough scrapes for rate() over 10 s windows.
-    await sleep(16_000);
-  }, 60_000);
+    // Enough scrapes for rate() over 10 s windows: until every expression of the dashboard
+    // returns data (each is then checked by its own test below) and the latency panel has a
+    // value to draw (a quantile is NaN until its rate has two scrapes), however long the scrapes
+    // take on a busy machine.
+    let missing: string[] = [];
+    await waitFor(
+      async () => {
+        const empty = await Promise.all(
+          expressions.map(async ({ expr }) => !(await hasData(expr))),
+        );
+        missing = expressions.filter((_, i) => empty[i]).map((e) => e.expr);
+        if (!drawable(await latencySeries())) missing.push('(latency panel: no value)');
+        return missing.length === 0;
+      },
+      {
+        timeoutMs: 60_000,
+        intervalMs: 1000,
+        message: () =>
+          `every dashboard expression returns data; still empty: ${missing.join(' | ')}`,
+      },
+    );
+    // The committed panel (UPDATE_PANEL=1) shows a longer run than the tests need.
+    if (process.env.UPDATE_PANEL) {
+      await waitFor(() => Date.now() / 1000 - started >= 16, {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        message: '16 s of scrapes for the committed panel',
+      });
+    }
+  }, 120_000);
 
   afterAll(async () => {
     prometheus?.kill();
@@ -102,6 +130,14 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
   );
   const concrete = (expr: string) =>
     expr.replaceAll('$__rate_interval', '10s').replaceAll('$route', '.*');
+  const query = async (expr: string) => {
+    const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(concrete(expr))}`);
+    return (await res.json()) as { status: string; data: { result: unknown[] } };
+  };
+  const hasData = async (expr: string) => {
+    const body = await query(expr);
+    return body.status === 'success' && body.data.result.length > 0;
+  };
 
   it('the dashboard has panels for percentiles, hedge rate, win rate, denials, delay and slow rate', () => {
     const titles = dashboard.panels.map((p) => p.title.toLowerCase()).join('|');
@@ -111,13 +147,13 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
   });
 
   it.each(expressions)('returns data: $panel — $expr', async ({ expr }) => {
-    const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(concrete(expr))}`);
-    const body = (await res.json()) as { status: string; data: { result: unknown[] } };
+    const body = await query(expr);
     expect(body.status).toBe('success');
     expect(body.data.result.length).toBeGreaterThan(0);
   });
 
-  it('renders the latency panel from a Prometheus range query to SVG', async () => {
+  /** The latency panel's series, from a Prometheus range query since the start. */
+  const latencySeries = async () => {
     const panel = dashboard.panels[0];
     const series = [];
     for (const target of panel?.targets ?? []) {
@@ -137,6 +173,15 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
         });
       }
     }
+    return series;
+  };
+  /** Whether a series has a point the panel can draw (finite, above zero on its log scale). */
+  const drawable = (series: { points: [number, number][] }[]) =>
+    series.some((s) => s.points.some(([, v]) => Number.isFinite(v) && v > 0));
+
+  it('renders the latency panel from a Prometheus range query to SVG', async () => {
+    const panel = dashboard.panels[0];
+    const series = await latencySeries();
     const svg = renderPanelSvg(panel?.title ?? '', series);
     expect(svg).toContain('<path');
     const out = process.env.UPDATE_PANEL

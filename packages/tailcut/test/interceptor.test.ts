@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import * as undici from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../src/engine/index.js';
 import { type HedgeInterceptorOptions, hedge } from '../src/index.js';
-import { type Behaviour, serve as serveRaw, startReplica, until } from './support/replica.js';
+import { type Behaviour, serve as serveRaw, startReplica } from './support/replica.js';
+import { waitFor } from './support/wait.js';
 
 async function serve(handler: Parameters<typeof serveRaw>[0]) {
   const s = await serveRaw(handler);
@@ -33,9 +36,12 @@ function agentWith(
 
 const fixed = { initialDelayMs: 30, minSamples: 1_000_000 };
 
+/** The first request is held until the client gives up on it: only a hedge can answer. */
+const heldThenFast = (n: number): Behaviour => (n === 0 ? { hold: true } : {});
+
 describe('hedge() interceptor', () => {
   it('hedges undici.request to the other replica with that origin’s Host header', async () => {
-    const a = await replica('a', (n) => (n === 0 ? { delayMs: 400 } : {}));
+    const a = await replica('a', heldThenFast);
     const b = await replica('b');
     const { agent, interceptor } = agentWith({
       routes: [
@@ -57,7 +63,7 @@ describe('hedge() interceptor', () => {
   });
 
   it('replays a Buffer body and keeps the Idempotency-Key on an idempotent POST', async () => {
-    const a = await replica('a', (n) => (n === 0 ? { delayMs: 400 } : {}));
+    const a = await replica('a', heldThenFast);
     const b = await replica('b');
     const { agent } = agentWith({
       routes: [{ name: 'r', replicas: [a.origin, b.origin], idempotent: true, hedge: fixed }],
@@ -75,10 +81,10 @@ describe('hedge() interceptor', () => {
   });
 
   it('as the global dispatcher, hedges undici.fetch and Node’s own global fetch', async () => {
-    const a = await replica('a', () => ({ delayMs: 400 }));
+    const a = await replica('a', () => ({ hold: true }));
     const b = await replica('b');
     const { agent, interceptor } = agentWith({
-      // a is slow: the first call (primary a) is won by its hedge to b, the second goes to b.
+      // a never answers: the first call (primary a) is won by its hedge to b, the second goes to b.
       routes: [{ name: 'r', replicas: [a.origin, b.origin], hedge: fixed }],
     });
     const previous = undici.getGlobalDispatcher();
@@ -98,12 +104,15 @@ describe('hedge() interceptor', () => {
     const total = 32 * 1024 * 1024;
     const chunk = Buffer.alloc(64 * 1024, 7);
     let written = 0;
+    let blocked = false;
     const big = await serve((_req, res) => {
       res.writeHead(200, { 'content-length': String(total) });
       const pump = () => {
+        blocked = false;
         while (written < total) {
           written += chunk.length;
           if (!res.write(chunk)) {
+            blocked = true;
             res.once('drain', pump);
             return;
           }
@@ -112,12 +121,25 @@ describe('hedge() interceptor', () => {
       };
       pump();
     });
-    const slow = await replica('slow', () => ({ delayMs: 2000 }));
+    const slow = await replica('slow', () => ({ hold: true }));
     const { agent } = agentWith({
       routes: [{ name: 'r', replicas: [slow.origin, big.origin], hedge: fixed }],
     });
     const res = await undici.request(`${slow.origin}/big`, { dispatcher: agent });
-    await new Promise((r) => setTimeout(r, 300));
+    // While the caller does not read, the server's writes stall: wait until it has been waiting
+    // for 'drain' with no progress for ten checks in a row (or has written everything, which
+    // fails below).
+    let last = -1;
+    let still = 0;
+    await waitFor(
+      () => {
+        if (written >= total) return true;
+        still = blocked && written === last ? still + 1 : 0;
+        last = written;
+        return still >= 10;
+      },
+      { intervalMs: 20, message: () => `the server stalled on back-pressure (wrote ${written})` },
+    );
     const writtenWhilePaused = written;
     expect(writtenWhilePaused).toBeLessThan(total / 2);
     const hash = createHash('sha256');
@@ -158,34 +180,53 @@ describe('hedge() interceptor', () => {
         for (;;) if ((await iterator.next()).done) return;
       })(),
     ).rejects.toBe(reason);
-    await until(() => closed);
+    await waitFor(() => closed, { message: 'the server saw the connection close' });
   });
 
   it('keeps connections alive after losers are aborted, and the pool returns to idle', async () => {
+    // Hedge delays pass only when the test moves the client's clock: in the first phase, a's
+    // every fourth request is held and hedged; in the second, nothing is held and no hedge can fire.
     let connections = 0;
-    let slow = true;
-    const make = async (name: string, slowEvery: number) => {
+    let hedging = true;
+    const clock = new VirtualClock();
+    const make = async (name: string, holdEvery: number) => {
       let n = 0;
+      const held = new Set<ServerResponse>();
       const s = await serve((_req, res) => {
-        const delay = slow && ++n % slowEvery === 0 ? 300 : 2;
-        const t = setTimeout(() => res.end(name), delay);
+        if (hedging && ++n % holdEvery === 0) {
+          held.add(res);
+          res.on('close', () => held.delete(res));
+          return;
+        }
+        const t = setTimeout(() => res.end(name), 2);
         res.on('close', () => clearTimeout(t));
       });
       s.server.on('connection', () => {
         connections++;
       });
-      return s.origin;
+      return { origin: s.origin, held: () => held.size };
     };
     const a = await make('a', 4);
     const b = await make('b', 1_000_000);
     const { agent, interceptor } = agentWith({
-      routes: [{ name: 'r', replicas: [a, b], hedge: fixed }],
+      routes: [{ name: 'r', replicas: [a.origin, b.origin], hedge: fixed }],
       budget: { ratio: 1 },
+      clock,
     });
     const run = async (n: number) => {
       for (let i = 0; i < n; i++) {
-        const res = await undici.request(`${a}/k`, { dispatcher: agent });
-        await res.body.text();
+        let done = false;
+        const call = undici.request(`${a.origin}/k`, { dispatcher: agent }).then(async (res) => {
+          await res.body.text();
+          done = true;
+        });
+        await waitFor(() => done || a.held() > 0, { message: 'the call answered or was held' });
+        if (!done) {
+          await clock.advance(fixed.initialDelayMs); // the held primary is hedged to b
+          await call;
+          await waitFor(() => a.held() === 0, { message: 'the losing primary was aborted' });
+        }
+        await call;
       }
     };
     await run(24);
@@ -193,21 +234,21 @@ describe('hedge() interceptor', () => {
     // Sequential calls on undici alternate between at most two sockets per origin (a socket is
     // released a tick after its body ends), so after the hedged phase a healthy pool opens at most
     // that many: aborted losers did not leave it broken.
-    slow = false;
+    hedging = false;
     const before = connections;
     await run(20);
     expect(connections - before).toBeLessThanOrEqual(4);
-    const pools = Object.values((agent as unknown as undici.Agent).stats) as unknown as {
-      running: number;
-      pending: number;
-      connected: number;
-    }[];
-    expect(pools).toHaveLength(2);
-    for (const pool of pools) {
-      expect(pool.running).toBe(0);
-      expect(pool.pending).toBe(0);
-      expect(pool.connected).toBeLessThanOrEqual(2);
-    }
+    const pools = () =>
+      Object.values((agent as unknown as undici.Agent).stats) as unknown as {
+        running: number;
+        pending: number;
+        connected: number;
+      }[];
+    expect(pools()).toHaveLength(2);
+    await waitFor(() => pools().every((p) => p.running === 0 && p.pending === 0), {
+      message: () => `the pools returned to idle: ${JSON.stringify(pools())}`,
+    });
+    for (const pool of pools()) expect(pool.connected).toBeLessThanOrEqual(2);
   });
 
   describe('composition with undici’s retry interceptor', () => {
@@ -219,10 +260,13 @@ describe('hedge() interceptor', () => {
     it('retry outside hedge (compose(hedge(), retry())): every attempt is a hedged race tailcut counts', async () => {
       const a = await replica('a', flaky);
       const b = await replica('b', flaky);
+      // The client's clock stands still: attempts come from the 503s only, never from a hedge
+      // delay passing (one the servers might not see before the call ends).
       const { agent, interceptor } = agentWith(
         {
           routes: [{ name: 'r', replicas: [a.origin, b.origin], hedge: fixed }],
           budget: { ratio: 1 },
+          clock: new VirtualClock(),
         },
         retry(),
       );
@@ -243,6 +287,7 @@ describe('hedge() interceptor', () => {
       const interceptor = hedge({
         routes: [{ name: 'r', replicas: [a.origin, b.origin], hedge: fixed }],
         budget: { ratio: 1 },
+        clock: new VirtualClock(),
       });
       const agent = new undici.Agent().compose(retry(), interceptor);
       open.push(agent);

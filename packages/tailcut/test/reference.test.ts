@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { renderReference } from '../src/config/reference.js';
+import { renderReference, tableCells } from '../src/config/reference.js';
 
 describe("README's configuration reference", () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
@@ -12,6 +12,7 @@ describe("README's configuration reference", () => {
   });
 
   it('is the one rendered from the option tables (run `pnpm reference` after changing an option)', () => {
-    expect(renderReference(readme)).toBe(readme);
+    // Cell by cell: the formatter pads the columns.
+    expect(tableCells(renderReference(readme))).toBe(tableCells(readme));
   });
 });

@@ -16,8 +16,10 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import * as undici from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../src/engine/index.js';
 import { createHedgedFetch, type HedgedFetchOptions, hedge } from '../src/index.js';
 import { type Replica, serve, startReplica } from './support/replica.js';
+import { waitFor } from './support/wait.js';
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -61,8 +63,9 @@ async function points(reader: TestReader, name: string): Promise<Point[]> {
 const sum = (ps: Point[], pick: (p: Point) => number) => ps.reduce((a, p) => a + pick(p), 0);
 const histogramCount = (p: Point) => (p.value as Histogram).count;
 
+/** `a` holds every other request until the client gives up on it (only a hedge answers those). */
 async function pair(): Promise<[Replica, Replica]> {
-  const a = await startReplica('a', (n) => (n % 2 === 0 ? { delayMs: 300 } : { delayMs: 2 }));
+  const a = await startReplica('a', (n) => (n % 2 === 0 ? { hold: true } : { delayMs: 2 }));
   const b = await startReplica('b', () => ({ delayMs: 2 }));
   open.push(a, b);
   return [a, b];
@@ -78,6 +81,10 @@ describe('telemetry with the OpenTelemetry SDK', () => {
   it('metrics: one request duration per call; attempt and hedge counts match the servers', async () => {
     const [a, b] = await pair();
     const { reader, meterProvider } = sdk();
+    // Hedge delays pass only when the test moves the client's clock: a call is hedged exactly
+    // when its primary is held, never because a quick answer was late on a busy machine (a
+    // hedge the servers might not see before it is cancelled).
+    const clock = new VirtualClock();
     const f = client({
       routes: [
         {
@@ -89,8 +96,19 @@ describe('telemetry with the OpenTelemetry SDK', () => {
       ],
       budget: { ratio: 1 },
       meterProvider,
+      clock,
     });
-    for (let i = 0; i < 8; i++) await (await f(`${a.origin}/v1/x`)).text();
+    for (let i = 0; i < 8; i++) {
+      let done = false;
+      const call = f(`${a.origin}/v1/x`).then(async (res) => {
+        await res.text();
+        done = true;
+      });
+      await waitFor(() => done || a.holding() > 0, { message: 'the call answered or was held' });
+      if (!done) await clock.advance(40); // the held primary is hedged
+      await call;
+      await waitFor(() => a.holding() === 0, { message: 'the losing primary was cancelled' });
+    }
     const served = a.seen.length + b.seen.length;
     const calls = await points(reader, 'tailcut.request.duration');
     expect(sum(calls, histogramCount)).toBe(8);
@@ -208,7 +226,7 @@ describe('telemetry with the OpenTelemetry SDK', () => {
   });
 
   it('no metric and no span for a request that matches no route', async () => {
-    const [a] = await pair();
+    const [, a] = await pair(); // the replica that answers every request
     const { reader, meterProvider, exporter, tracerProvider } = sdk();
     const f = client({
       routes: [{ name: 'r', match: { path: '/v1/*' } }],

@@ -1,9 +1,11 @@
 import { Readable } from 'node:stream';
 import * as undici from 'undici';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../src/engine/index.js';
 import type { HedgedFetchOptions } from '../src/index.js';
 import { adapters, type Client } from './support/adapters.js';
-import { type Behaviour, type Replica, serve, startReplica, until } from './support/replica.js';
+import { type Behaviour, type Replica, serve, startReplica } from './support/replica.js';
+import { waitFor } from './support/wait.js';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -38,7 +40,11 @@ function fixedDelay(extra: Partial<HedgedFetchOptions['routes'][number]> = {}) {
   };
 }
 
-const slowThenFast = (n: number): Behaviour => (n === 0 ? { delayMs: 400 } : {});
+/**
+ * The first request is held until the client gives up on it: only a hedge can answer the call,
+ * however long the hedge takes on a busy machine. Later requests answer at once.
+ */
+const slowThenFast = (n: number): Behaviour => (n === 0 ? { hold: true } : {});
 
 describe.each(adapters)('$name over loopback replicas', (current) => {
   beforeAll(() => {
@@ -49,10 +55,9 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
     const a = await replica('a', slowThenFast);
     const b = await replica('b');
     const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
-    const started = performance.now();
     const res = await f(`${a.origin}/v1/items?x=1`);
+    // The primary never answers: the call has an answer because the hedge gave it.
     expect(await res.text()).toBe('ok from b');
-    expect(performance.now() - started).toBeLessThan(300);
     expect(a.seen).toHaveLength(1);
     expect(b.seen).toHaveLength(1);
     expect(b.seen[0]?.url).toBe('/v1/items?x=1');
@@ -67,15 +72,22 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
     const res = await f(`${a.origin}/v1/x`);
     const wonAt = performance.now();
     await res.text();
-    await until(() => a.seen[0]?.abortedAt !== undefined);
-    expect((a.seen[0]?.abortedAt ?? 0) - wonAt).toBeLessThan(50);
+    // The loser is held by its replica for good: only the client aborting it closes it (the
+    // client stays open until the test ends). "At once": well within a second even on a busy
+    // machine, where waiting for the loser would be forever.
+    await waitFor(() => a.seen[0]?.abortedAt !== undefined, {
+      message: 'the losing primary was closed by the client',
+    });
+    expect((a.seen[0]?.abortedAt ?? 0) - wonAt).toBeLessThan(1000);
     expect(a.seen[0]?.answered).toBe(false);
   });
 
   it('never sends more than maxAttempts attempts', async () => {
+    // Every answer is held, and hedge delays pass only when the test moves the client's clock.
     const replicas = await Promise.all(
-      ['a', 'b', 'c', 'd'].map((n) => replica(n, () => ({ delayMs: 150 }))),
+      ['a', 'b', 'c', 'd'].map((n) => replica(n, () => ({ hold: true }))),
     );
+    const clock = new VirtualClock();
     const f = client({
       routes: [
         fixedDelay({
@@ -83,16 +95,30 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
           hedge: { initialDelayMs: 10, minSamples: 1_000_000, maxAttempts: 3 },
         }),
       ],
+      clock,
     });
-    await Promise.all([1, 2, 3].map(() => f(`${replicas[0]?.origin}/v1/x`).then((r) => r.text())));
-    const total = replicas.reduce((sum, r) => sum + r.seen.length, 0);
-    expect(total).toBe(9);
+    const total = () => replicas.reduce((sum, r) => sum + r.seen.length, 0);
+    const held = () => replicas.reduce((sum, r) => sum + r.holding(), 0);
+    const calls = [1, 2, 3].map(() => f(`${replicas[0]?.origin}/v1/x`).then((r) => r.text()));
+    for (const expected of [3, 6, 9]) {
+      if (expected > 3) await clock.advance(10);
+      await waitFor(() => held() === expected, {
+        message: () => `${expected} attempts held at the replicas, saw ${total()}`,
+      });
+    }
+    // Any number of further delays pass: no call sends a fourth attempt.
+    await clock.advance(10_000);
+    expect(f.stats().routes.r?.attempts).toBe(9);
+    for (const r of replicas) r.release();
+    await Promise.all(calls);
+    expect(total()).toBe(9);
     expect(f.stats().routes.r?.attempts).toBe(9);
   });
 
   it('each hedge of a call goes to a replica not yet tried in that call', async () => {
+    // Answers are held until all three attempts were sent.
     const replicas = await Promise.all(
-      ['a', 'b', 'c'].map((n) => replica(n, () => ({ delayMs: 200 }))),
+      ['a', 'b', 'c'].map((n) => replica(n, () => ({ hold: true }))),
     );
     const f = client({
       routes: [
@@ -102,7 +128,11 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
         }),
       ],
     });
-    await (await f(`${replicas[0]?.origin}/v1/x`)).text();
+    const call = f(`${replicas[0]?.origin}/v1/x`).then((r) => r.text());
+    const held = () => replicas.reduce((sum, r) => sum + r.holding(), 0);
+    await waitFor(() => held() === 3, { message: () => `3 attempts held, saw ${held()}` });
+    for (const r of replicas) r.release();
+    await call;
     expect(replicas.map((r) => r.seen.length)).toEqual([1, 1, 1]);
   });
 
@@ -243,14 +273,16 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
   it('a 503 triggers the next attempt at once; the acceptable answer wins', async () => {
     const a = await replica('a', () => ({ status: 503 }));
     const b = await replica('b', () => ({ delayMs: 5 }));
+    // The client's clock never moves, so the hedge delay never passes: only the 503 can have
+    // sent the next attempt.
     const f = client({
       routes: [fixedDelay({ replicas: [a.origin, b.origin], hedge: { initialDelayMs: 5000 } })],
+      clock: new VirtualClock(),
     });
-    const started = performance.now();
     const res = await f(`${a.origin}/v1/x`);
     expect(res.status).toBe(200);
     await res.text();
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(f.stats().routes.r?.attempts).toBe(2);
   });
 
   it('when every attempt fails with a status, resolves with the last response', async () => {
@@ -284,12 +316,18 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
   });
 
   it('a 409 on a hedge is not taken as the answer', async () => {
-    const a = await replica('a', () => ({ delayMs: 150 }));
+    // The primary answers only once the hedge's 409 is out.
+    const a = await replica('a', () => ({ hold: true }));
     const b = await replica('b', () => ({ status: 409 }));
     const f = client({
       routes: [fixedDelay({ replicas: [a.origin, b.origin], idempotent: true })],
     });
-    const res = await f(`${a.origin}/v1/x`, { method: 'POST', body: 'x' });
+    const call = f(`${a.origin}/v1/x`, { method: 'POST', body: 'x' });
+    await waitFor(() => b.seen[0]?.answered === true && a.holding() === 1, {
+      message: 'the hedge got its 409 while the primary is held',
+    });
+    a.release();
+    const res = await call;
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('ok from a');
   });
@@ -318,11 +356,10 @@ describe.each(adapters)('$name over loopback replicas', (current) => {
   });
 
   it('commitOn first-byte: a hedge wins when the primary sends headers but no body', async () => {
+    // Headers, then nothing until the client gives up on it.
     const stalls = await serve((_req, res) => {
       res.writeHead(200);
       res.flushHeaders();
-      const t = setTimeout(() => res.end('late'), 400);
-      res.on('close', () => clearTimeout(t));
     });
     open.push(stalls);
     const b = await replica('b', () => ({ delayMs: 5 }));
@@ -345,7 +382,11 @@ describe.each(adapters)('$name: replica health', (current) => {
       n === 0 ? { status: 503, headers: { 'retry-after': '2' } } : {},
     );
     const b = await replica('b');
-    const f = client({ routes: [fixedDelay({ replicas: [a.origin, b.origin] })] });
+    // The client's clock stands still, so the 2 s of Retry-After do not run out during the test.
+    const f = client({
+      routes: [fixedDelay({ replicas: [a.origin, b.origin] })],
+      clock: new VirtualClock(),
+    });
     for (let i = 0; i < 6; i++) await (await f(`${a.origin}/v1/x`)).text();
     // The first call went to a (503), then to b at once; every later primary avoided a.
     expect(a.seen).toHaveLength(1);
@@ -360,7 +401,7 @@ describe.each(adapters)('$name: credentials per replica', (current) => {
   });
 
   it('each attempt carries only its own replica’s credentials, never another’s or the caller’s', async () => {
-    const a = await replica('a', (n) => (n === 0 ? { delayMs: 300 } : {}));
+    const a = await replica('a', slowThenFast);
     const b = await replica('b');
     const f = client({
       routes: [
@@ -391,12 +432,11 @@ describe.each(adapters)('$name: streaming answers', (current) => {
 
   it('a body that stalls between chunks past chunkTimeoutMs fails with TAILCUT_CHUNK_TIMEOUT', async () => {
     let closed = false;
+    // One chunk, then nothing until the client closes the connection.
     const server = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: first\n\n');
-      const t = setTimeout(() => res.end('data: late\n\n'), 2000);
       res.on('close', () => {
-        clearTimeout(t);
         closed = true;
       });
     });
@@ -408,10 +448,14 @@ describe.each(adapters)('$name: streaming answers', (current) => {
     const started = performance.now();
     const res = await f(`${origin}/v1/stream`);
     const err = await res.text().catch((e: unknown) => e);
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Not before 100 ms of silence; and about then, not at some much later timeout (a wide
+    // margin for a busy machine).
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(95);
+    expect(elapsed).toBeLessThan(2000);
     const cause = (err as { cause?: unknown }).cause ?? err;
     expect(String((cause as Error).message ?? cause)).toMatch(/chunkTimeoutMs 100/);
-    await until(() => closed);
+    await waitFor(() => closed, { message: 'the stalled answer’s connection was closed' });
   });
 
   it('a body that keeps flowing is not cut by chunkTimeoutMs', async () => {
@@ -428,19 +472,10 @@ describe.each(adapters)('$name: conditioning key', (current) => {
   });
 
   it('each model learns its own delay: a slow model is not hedged at the fast one’s p80', async () => {
-    const server = await serve((req, res) => {
-      let body = '';
-      req.on('data', (c) => {
-        body += c;
-      });
-      req.on('end', () => {
-        const slow = body.includes('"large"');
-        const t = setTimeout(() => res.end('ok'), slow ? 60 : 2);
-        res.on('close', () => clearTimeout(t));
-      });
-    });
-    open.push(server);
-    const origin = server.origin;
+    // Latencies are exact: every answer is held while the test moves the client's clock by the
+    // latency it wants, then released.
+    const server = await replica('m', () => ({ hold: true }));
+    const clock = new VirtualClock();
     const f = client({
       routes: [
         {
@@ -451,21 +486,50 @@ describe.each(adapters)('$name: conditioning key', (current) => {
         },
       ],
       budget: { ratio: 1 },
+      clock,
     });
-    const call = (model: string) =>
-      f(`${origin}/v1/chat`, { method: 'POST', body: JSON.stringify({ model }) }).then((r) =>
-        r.text(),
-      );
-    // Nine small calls for one large: a shared p80 would be the small model's.
+    const hedgesSent = () => f.stats().routes.chat?.hedgesSent ?? 0;
+    let calls = 0;
+    /** One call of `model`, `ms` long on the client's clock; `check` runs before it answers. */
+    const call = async (model: string, ms: number, check = () => {}) => {
+      const path = `/v1/chat?call=${++calls}`;
+      let done = false;
+      const pending = f(`${server.origin}${path}`, {
+        method: 'POST',
+        body: JSON.stringify({ model }),
+      })
+        .then((r) => r.text())
+        .finally(() => {
+          done = true;
+        });
+      try {
+        // Its request reached the server: the call has started on the client's clock.
+        await waitFor(() => server.seen.some((s) => s.url === path), {
+          message: `${path} (${model}) reached the server`,
+        });
+        await clock.advance(ms);
+        check();
+      } finally {
+        // Answer it, and any hedge it sent (which may arrive later), until the call is done.
+        await waitFor(
+          () => {
+            server.release();
+            return done;
+          },
+          { message: `${path} (${model}) answered once released` },
+        );
+        await pending;
+      }
+    };
+    // Nine small calls (2 ms) for one large (60 ms): a shared p80 would be the small model's.
     for (let i = 0; i < 12; i++) {
-      await Promise.all([call('large'), ...Array.from({ length: 9 }, () => call('small'))]);
+      await call('large', 60);
+      for (let k = 0; k < 9; k++) await call('small', 2);
     }
-    const before = f.stats().routes.chat?.hedgesSent ?? 0;
-    for (let i = 0; i < 10; i++) await call('large');
-    // The large model's own delay (about 60 ms) is rarely passed by its calls (timer jitter on a
-    // busy machine can). Had it shared the route's p80 with the small model (a few ms), all ten
-    // would have hedged (checked: with a key function that returns undefined, this test fails).
-    expect((f.stats().routes.chat?.hedgesSent ?? 0) - before).toBeLessThan(6);
+    // 30 ms into a call: past the small model's p80, well short of the large model's.
+    const before = hedgesSent();
+    await call('large', 30, () => expect(hedgesSent() - before).toBe(0));
+    await call('small', 30, () => expect(hedgesSent() - before).toBe(1));
     expect(f.stats().routes.chat?.keys).toBe(2);
   });
 });
@@ -476,7 +540,7 @@ describe.each(adapters)('$name: cost-weighted budget', (current) => {
   });
 
   it('weighs calls with budget.cost: an expensive call is not hedged on cheap calls’ deposits', async () => {
-    const a = await replica('a', (n) => ({ delayMs: n >= 20 ? 200 : 1 }));
+    const a = await replica('a', (n) => (n >= 20 ? { hold: true } : {}));
     const f = client({
       routes: [fixedDelay({ idempotent: true })],
       budget: {
@@ -490,7 +554,15 @@ describe.each(adapters)('$name: cost-weighted budget', (current) => {
         r.text(),
       );
     for (let i = 0; i < 20; i++) await call(1); // deposits 20 × 0.5 × 1 = 10
-    await call(1000); // its hedge would cost 1,000: refused
-    expect(f.stats().routes.r?.hedgesDeniedBudget).toBeGreaterThan(0);
+    // Its hedge would cost 1,000: refused. Its answer is held until the refusal is seen.
+    const expensive = call(1000);
+    await waitFor(() => (f.stats().routes.r?.hedgesDeniedBudget ?? 0) > 0 && a.holding() === 1, {
+      message: () =>
+        `the expensive call's hedge was refused while it is held (${JSON.stringify(f.stats().routes.r)})`,
+    });
+    expect(f.stats().routes.r?.hedgesSent).toBe(0);
+    a.release();
+    await expensive;
+    expect(f.stats().routes.r?.hedgesSent).toBe(0);
   });
 });

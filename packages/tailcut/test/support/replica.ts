@@ -1,10 +1,18 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WAIT_TIMEOUT_MS } from './wait.js';
 
 /** What a test replica does with its n-th request (0-based). */
 export interface Behaviour {
   /** Milliseconds before answering; `Infinity` never answers. Default 0. */
   delayMs?: number;
+  /**
+   * Hold the answer until the test calls {@link Replica.release} (or the client gives up): an
+   * explicit gate, for tests that need a hedge to fire (or not) whatever the machine's speed.
+   * After {@link WAIT_TIMEOUT_MS} it answers anyway (header `x-held: expired`), so that a test
+   * whose hedge never comes fails on the answer it gets instead of hanging until it times out.
+   */
+  hold?: boolean;
   /** Status to answer. Default 200. */
   status?: number;
   /** Body to answer. Default `ok from <name>`. */
@@ -34,6 +42,10 @@ export interface Replica {
   seen: Seen[];
   /** Requests whose answer is still pending. */
   inFlight(): number;
+  /** Requests held (behaviour `hold`) and not yet released nor closed by the client. */
+  holding(): number;
+  /** Answers every request held so far; later held requests wait for the next call. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +55,7 @@ export async function startReplica(
   behave: (n: number, seen: Seen) => Behaviour = () => ({}),
 ): Promise<Replica> {
   const seen: Seen[] = [];
+  const held = new Set<() => void>();
   let pending = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -72,7 +85,7 @@ export async function startReplica(
     req.on('end', () => {
       record.body = Buffer.concat(chunks);
       const b = behave(n, record);
-      const answer = () => {
+      const answer = (extra: Record<string, string> = {}) => {
         if (res.destroyed) return;
         if (b.reset) {
           req.socket.destroy();
@@ -83,14 +96,32 @@ export async function startReplica(
           'content-type': 'text/plain',
           'x-replica': name,
           ...b.headers,
+          ...extra,
         });
         res.end(b.body ?? `ok from ${name}`);
       };
+      if (b.hold) {
+        const release = () => {
+          clearTimeout(expiry);
+          held.delete(release);
+          answer();
+        };
+        const expiry = setTimeout(() => {
+          held.delete(release);
+          answer({ 'x-held': 'expired' });
+        }, WAIT_TIMEOUT_MS);
+        held.add(release);
+        res.on('close', () => {
+          clearTimeout(expiry);
+          held.delete(release);
+        });
+        return;
+      }
       const delay = b.delayMs ?? 0;
       if (delay === Number.POSITIVE_INFINITY) return;
       if (delay <= 0) answer();
       else {
-        const t = setTimeout(answer, delay);
+        const t = setTimeout(() => answer(), delay);
         res.on('close', () => clearTimeout(t));
       }
     });
@@ -103,6 +134,10 @@ export async function startReplica(
     origin: `http://127.0.0.1:${port}`,
     seen,
     inFlight: () => pending,
+    holding: () => held.size,
+    release() {
+      for (const release of [...held]) release();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -126,13 +161,4 @@ export async function serve(
         server.close(() => resolve());
       }),
   };
-}
-
-/** Waits until `check` holds, polling every few ms, up to `timeoutMs`. */
-export async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 2));
-  }
 }
