@@ -167,8 +167,8 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
       strategies: ['fixed', 'tailcut'],
     });
     for (const r of rows) {
-      (p999[r.strategy] ??= []).push(r.measured[3] as number);
-      (load[r.strategy] ??= []).push(r.extraLoad);
+      p999[r.strategy] = [...(p999[r.strategy] ?? []), r.measured[3] as number];
+      load[r.strategy] = [...(load[r.strategy] ?? []), r.extraLoad];
     }
   }
   const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);

@@ -30,3 +30,21 @@ export function renderReference(readme: string): string {
     },
   );
 }
+
+/**
+ * A text with its markdown tables reduced to their cells (the formatter pads the columns), to
+ * compare a README with the reference rendered from the tables.
+ */
+export function tableCells(text: string): string {
+  return text
+    .split('\n')
+    .map((line) =>
+      line.startsWith('|')
+        ? line
+            .split(/(?<!\\)\|/)
+            .map((c) => c.trim().replace(/^-+$/, '-'))
+            .join('|')
+        : line,
+    )
+    .join('\n');
+}

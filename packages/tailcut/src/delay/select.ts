@@ -10,7 +10,8 @@ export function selectRank(a: Float64Array, n: number, k: number): number {
     const x = a[lo] as number;
     const y = a[(lo + hi) >>> 1] as number;
     const z = a[hi] as number;
-    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    // The median of the three.
+    const pivot = Math.max(Math.min(x, y), Math.min(Math.max(x, y), z));
     // a[lo..lt) < pivot, a[lt..gt] = pivot, a(gt..hi] > pivot.
     let lt = lo;
     let gt = hi;
