@@ -301,6 +301,44 @@ describe.each(adapters)('$name: commitOn first-token', (current) => {
   });
 });
 
+describe('the body watch (virtual clock)', () => {
+  it('reports time to first token and the gaps between chunks with output; pings are not progress', async () => {
+    const { StreamWatch } = await import('../src/engine/stream-watch.js');
+    const clock = new VirtualClock();
+    const seen: string[] = [];
+    const stalls: string[] = [];
+    const route = { settings: { name: 'r', commitOn: 'first-token', chunkTimeoutMs: 100 } };
+    const watch = new StreamWatch(
+      route as never,
+      clock,
+      0,
+      {
+        firstByte: (ms) => seen.push(`byte ${ms}`),
+        chunkGap: (ms) => seen.push(`gap ${ms}`),
+        firstToken: (ms) => seen.push(`token ${ms}`),
+        tokenGap: (ms) => seen.push(`token-gap ${ms}`),
+      },
+      (error) => stalls.push(error.code),
+      () => false,
+    );
+    await clock.advance(20);
+    watch.chunk();
+    watch.tokens(1);
+    await clock.advance(5);
+    watch.chunk();
+    watch.tokens(2);
+    await clock.advance(60);
+    watch.chunk(); // a ping: a chunk, not progress
+    // The last output came at 25 ms: the stall is declared at 125 ms, whatever the ping.
+    await clock.advance(39);
+    expect(stalls).toEqual([]);
+    await clock.advance(1);
+    expect(stalls).toEqual(['TAILCUT_CHUNK_TIMEOUT']);
+    expect(watch.end()).toEqual({ chunks: 3, tokens: 3 });
+    expect(seen).toEqual(['byte 20', 'token 20', 'gap 5', 'token-gap 5', 'gap 60']);
+  });
+});
+
 describe('first-token options', () => {
   it('accepts a predicate for a format of its own, and refuses a malformed one', async () => {
     const { createHedgedFetch } = await import('../src/index.js');

@@ -177,6 +177,37 @@ describe('telemetry with the OpenTelemetry SDK', () => {
     expect(f.stats().routes.gen?.calls).toBe(2);
   });
 
+  it('first-token routes: time to first token, gaps between output events, output events per call', async () => {
+    const delta = (content: string) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Early events at once (not output), then three tokens, each in a chunk of its own.
+      res.write(`: processing\n\n${delta('')}`);
+      let n = 0;
+      const tick = () => {
+        res.write(delta(`t${n}`));
+        if (++n < 3) setTimeout(tick, 5);
+        else res.end('data: [DONE]\n\n');
+      };
+      setTimeout(tick, 20);
+    });
+    open.push(server);
+    const { reader, meterProvider } = sdk();
+    const f = client({ routes: [{ name: 'gen', commitOn: 'first-token' }], meterProvider });
+    for (let i = 0; i < 2; i++) await (await f(`${server.origin}/v1/chat`)).text();
+    const ttft = await points(reader, 'tailcut.stream.time_to_first_token');
+    expect(sum(ttft, histogramCount)).toBe(2);
+    // The first token came 20 ms after the early events: TTFT is not the first byte's time.
+    expect((ttft[0]?.value as Histogram | undefined)?.min ?? 0).toBeGreaterThan(0.015);
+    const tokens = await points(reader, 'tailcut.stream.tokens');
+    expect(sum(tokens, (p) => (p.value as Histogram).sum ?? 0)).toBe(6);
+    // One gap per chunk carrying output after the first: at most 2 per call (a busy client may
+    // read two tokens in one chunk). The gaps themselves: stream-watch test, virtual clock.
+    const gaps = await points(reader, 'tailcut.stream.token_gap');
+    expect(sum(gaps, histogramCount)).toBeLessThanOrEqual(4);
+  });
+
   it('counts calls slower than the route sloMs', async () => {
     const slow = await startReplica('slow', () => ({ delayMs: 60 }));
     open.push(slow);
