@@ -17,8 +17,12 @@ export const CAPACITY = 2048;
 /** Values above the percentile an estimate should rest on: fewer, and it is noise. */
 const TAIL_VALUES = 25;
 
-/** Room to select a percentile in: one for all estimators (the engine is single-threaded). */
+/** Room to select percentiles in: one for all estimators (the engine is single-threaded). */
 const scratch = new Float64Array(CAPACITY);
+const newest = new Float64Array(CAPACITY);
+
+/** How far (in standard deviations) the newest values must disagree to count as a shift. */
+const SHIFT_SIGMAS = 3;
 
 /** How long a computed delay is reused before the memory is read again. */
 const REFRESH_MS = 10;
@@ -31,9 +35,11 @@ const MAX_PERCENTILE = 99.9;
  * `clamp(percentile of the newest latencies, minDelayMs, maxDelayMs)`, or `initialDelayMs`
  * until `minSamples` latencies are remembered.
  *
- * **Memory that fits the call rate.** The percentile is read from the newest latencies that
- * together put about 25 values above it (500 for a p95, 2,048 for a p99), never older than
- * `windowMs`. At 500 calls/s a p95 rests on the last second, so a cold start, a deploy or a shift
+ * **Memory that fits the call rate.** The percentile is read from all the remembered latencies
+ * within `windowMs` (a smooth estimate), unless the newest of them, the ones that put about 25
+ * values above it (500 for a p95), disagree with it beyond chance (more than 3 standard
+ * deviations in the count above it): the fleet shifted, and the percentile is read from those
+ * newest alone. At 500 calls/s a p95 then rests on the last second, so a cold start, a deploy or a shift
  * of the fleet in either direction is forgotten within a second; at a few calls a second (LLM
  * routes) it rests on the whole window. A window of equally weighted slices (the previous
  * design) kept a 2-second transient in the delay for the whole 30 s.
@@ -103,17 +109,36 @@ export class DelayEstimator {
     this.dirty = false;
     this.cachedPercentile = percentile;
     const s = this.settings;
-    const n = this.gather(now, percentile);
-    this.used = n;
+    const n = this.gather(now);
     this.warm = n >= s.minSamples;
     if (!this.warm) {
+      this.used = n;
       this.cached = s.initialDelayMs;
     } else {
-      const rank = Math.min(n - 1, Math.max(0, Math.ceil((percentile / 100) * n) - 1));
-      const estimate = selectRank(scratch, n, rank);
+      const estimate = this.estimate(n, percentile);
       this.cached = Math.min(s.maxDelayMs, Math.max(s.minDelayMs, estimate));
     }
     return this.cached;
+  }
+
+  /**
+   * The percentile of the `n` values in `scratch` (newest first): of all of them (a smooth
+   * estimate), unless the newest disagree with it beyond chance (the fleet shifted), then of the
+   * newest alone (a fast one).
+   */
+  private estimate(n: number, percentile: number): number {
+    const tail = 1 - percentile / 100;
+    const short = Math.min(n, Math.max(this.settings.minSamples, Math.ceil(TAIL_VALUES / tail)));
+    newest.set(scratch.subarray(0, short));
+    const all = selectRank(scratch, n, rankOf(percentile, n));
+    this.used = n;
+    if (short === n) return all;
+    let above = 0;
+    for (let i = 0; i < short; i++) if ((newest[i] as number) > all) above++;
+    const expected = short * tail;
+    if (Math.abs(above - expected) <= SHIFT_SIGMAS * Math.sqrt(expected) + 1) return all;
+    this.used = short;
+    return selectRank(newest, short, rankOf(percentile, short));
   }
 
   /** Latencies the delay is read from now (the newest, within the window). */
@@ -129,21 +154,21 @@ export class DelayEstimator {
     return Math.min(MAX_PERCENTILE, Math.max(p, 100 * (1 - Math.max(0, affordable))));
   }
 
-  /** Copies the newest values recorded within the window into `scratch`; returns how many. */
-  private gather(now: number, percentile: number): number {
-    const s = this.settings;
-    const wanted = Math.min(
-      CAPACITY,
-      Math.max(s.minSamples, Math.ceil(TAIL_VALUES / (1 - percentile / 100))),
-    );
-    const since = now - s.windowMs;
+  /** Copies the values recorded within the window into `scratch`, newest first; returns how many. */
+  private gather(now: number): number {
+    const since = now - this.settings.windowMs;
     let n = 0;
     let i = this.head;
-    while (n < wanted && n < this.size) {
+    while (n < this.size) {
       i = (i + CAPACITY - 1) % CAPACITY;
       if ((this.times[i] as number) < since) break;
       scratch[n++] = this.values[i] as number;
     }
     return n;
   }
+}
+
+/** Nearest-rank index of `percentile` among `n` values. */
+function rankOf(percentile: number, n: number): number {
+  return Math.min(n - 1, Math.max(0, Math.ceil((percentile / 100) * n) - 1));
 }
