@@ -29,8 +29,9 @@ export interface HedgeOptions {
   /** Upper clamp of the learned delay, ms. Default 30,000. */
   maxDelayMs?: number;
   /**
-   * Oldest latency the delay may rest on, ms (1 s .. 1 h). At high call rates it rests on the
-   * newest latencies only (about a second at 500 calls/s for a p95). Default 30,000.
+   * Oldest latency the delay may rest on, ms (1 s .. 1 h); at most 2,048 are remembered. When
+   * the newest disagree with the rest beyond chance (the fleet shifted), the delay rests on the
+   * newest alone (about a second at 500 calls/s for a p95). Default 30,000.
    */
   windowMs?: number;
   /** Latencies remembered (within `windowMs`) before the percentile is trusted. Default 20. */

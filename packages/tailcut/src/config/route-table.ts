@@ -47,7 +47,7 @@ export const HEDGE_OPTIONS = {
     { min: 1_000, max: 3_600_000, integer: true },
     {
       valid: 'integer 1,000 … 3,600,000',
-      doc: 'the oldest latency the delay may rest on; at high call rates it rests on the newest ones only (about a second at 500 calls/s for a p95)',
+      doc: 'the oldest latency the delay may rest on (at most 2,048 are remembered); when the newest disagree with the rest beyond chance, the fleet shifted and the delay rests on the newest alone (about a second at 500 calls/s for a p95)',
     },
   ),
   minSamples: numberOption(
