@@ -4,7 +4,7 @@ import { VirtualClock } from '../src/engine/index.js';
 import type { HedgedFetchOptions, RouteOptions } from '../src/index.js';
 import { classifyEvent } from '../src/stream/events.js';
 import { TokenWatch } from '../src/stream/token-watch.js';
-import { adapters, type Client } from './support/adapters.js';
+import { adapters, openClient } from './support/adapters.js';
 import { serve } from './support/replica.js';
 import { waitFor } from './support/wait.js';
 
@@ -153,14 +153,8 @@ afterEach(async () => {
 
 let adapter = adapters[0] as (typeof adapters)[number];
 
-function client(options: HedgedFetchOptions): Client['fetch'] & Client {
-  const c = adapter.create(options);
-  open.push(c);
-  return Object.assign(
-    (input: string | URL | Request, init?: RequestInit) => c.fetch(input, init),
-    c,
-  );
-}
+/** A client of the adapter under test, closed after the test. */
+const client = (options: HedgedFetchOptions) => openClient(adapter, options, open);
 
 function route(replicas: string[], extra: Partial<RouteOptions> = {}): RouteOptions {
   return {

@@ -3,7 +3,7 @@ import * as undici from 'undici';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../src/engine/index.js';
 import type { HedgedFetchOptions } from '../src/index.js';
-import { adapters, type Client } from './support/adapters.js';
+import { adapters, openClient } from './support/adapters.js';
 import { type Behaviour, type Replica, serve, startReplica } from './support/replica.js';
 import { waitFor } from './support/wait.js';
 
@@ -21,14 +21,7 @@ async function replica(name: string, behave?: (n: number) => Behaviour): Promise
 let adapter = adapters[0] as (typeof adapters)[number];
 
 /** A client of the adapter under test, closed after the test. */
-function client(options: HedgedFetchOptions): Client['fetch'] & Client {
-  const c = adapter.create(options);
-  open.push(c);
-  return Object.assign(
-    (input: string | URL | Request, init?: RequestInit) => c.fetch(input, init),
-    c,
-  );
-}
+const client = (options: HedgedFetchOptions) => openClient(adapter, options, open);
 
 /** A route that hedges after a fixed 30 ms (minSamples never reached in these tests). */
 function fixedDelay(extra: Partial<HedgedFetchOptions['routes'][number]> = {}) {

@@ -5,6 +5,19 @@ import { PERCENTILES, type Row } from './summary.js';
 const COLORS = ['#d62728', '#ff7f0e', '#9467bd', '#2ca02c', '#1f77b4', '#8c564b'];
 const esc = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
+/** The opening of a white SVG canvas. */
+function svgOpen(w: number, h: number): string[] {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${w}" height="${h}" fill="white"/>`,
+  ];
+}
+
+/** An SVG path through the points. */
+function line(xy: [number, number][]): string {
+  return xy.map(([x, y], j) => `${j ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`).join('');
+}
+
 /**
  * A percentile plot in HdrHistogram's style: x is the percentile on a "nines" scale
  * (log of 1 / (1 − q)), y the latency on a log scale; solid lines are measured, dashed lines
@@ -26,9 +39,8 @@ export function percentilePlot(rows: Row[], title: string): string {
   const yOf = (ms: number) =>
     T + (1 - (Math.log10(Math.max(ms, 10 ** yMin)) - yMin) / (yMax - yMin)) * (h - T - B);
   const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    ...svgOpen(w, h),
     `<title>${esc(title)}</title>`,
-    `<rect width="${w}" height="${h}" fill="white"/>`,
     `<text x="${L}" y="24" font-size="15">${esc(title)}</text>`,
   ];
   for (let e = yMin; e <= yMax; e++) {
@@ -49,15 +61,16 @@ export function percentilePlot(rows: Row[], title: string): string {
   }
   rows.forEach((r, i) => {
     const color = COLORS[i % COLORS.length];
-    const measured = qs.map((q) => [xOf(q), yOf(r.histogram.getValueAtPercentile(q * 100) / 1000)]);
-    out.push(
-      `<path d="${measured.map(([x, y], j) => `${j ? 'L' : 'M'}${x?.toFixed(1)},${y?.toFixed(1)}`).join('')}" fill="none" stroke="${color}" stroke-width="2"/>`,
-    );
+    const measured = qs.map((q): [number, number] => [
+      xOf(q),
+      yOf(r.histogram.getValueAtPercentile(q * 100) / 1000),
+    ]);
+    out.push(`<path d="${line(measured)}" fill="none" stroke="${color}" stroke-width="2"/>`);
     const s = r.theorySurvival;
     if (s) {
-      const theory = qs.map((q) => [xOf(q), yOf(quantile(s, q))]);
+      const theory = qs.map((q): [number, number] => [xOf(q), yOf(quantile(s, q))]);
       out.push(
-        `<path d="${theory.map(([x, y], j) => `${j ? 'L' : 'M'}${x?.toFixed(1)},${y?.toFixed(1)}`).join('')}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
+        `<path d="${line(theory)}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
       );
     }
     out.push(`<rect x="${L + 10}" y="${T + 10 + i * 18}" width="14" height="4" fill="${color}"/>`);
@@ -105,11 +118,8 @@ export function timelinePlot(
   const yOf = (ms: number) => T + (1 - ms / yTop) * (h - T - B);
   const shareTop = Math.max(0.1, ...points.map((p) => (p.calls > 0 ? p.hedges / p.calls : 0)));
   const y2Of = (share: number) => T + (1 - share / shareTop) * (h - T - B);
-  const line = (xy: [number, number][]) =>
-    xy.map(([x, y], j) => `${j ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`).join('');
   const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${w}" height="${h}" fill="white"/>`,
+    ...svgOpen(w, h),
     `<text x="${L}" y="24" font-size="15">Hedge delay over time against the fleet's true p${percentile}, and the share of calls hedged</text>`,
     `<line x1="${L}" x2="${w - R}" y1="${h - B}" y2="${h - B}" stroke="#999"/>`,
   ];

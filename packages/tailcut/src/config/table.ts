@@ -28,7 +28,7 @@ export type SettingsOf<T> = {
 };
 
 /** The option path of `key` under `parent` (`''` for the top level). */
-export function optionPath(parent: string, key: string): string {
+function optionPath(parent: string, key: string): string {
   return parent === '' ? key : `${parent}.${key}`;
 }
 

@@ -1,10 +1,10 @@
 import * as hdr from 'hdr-histogram-js';
 
 /** Highest latency a window tracks: one hour, in microseconds (LLM calls can be long). */
-export const HIGHEST_TRACKABLE_US = 3_600_000_000;
+const HIGHEST_TRACKABLE_US = 3_600_000_000;
 
 /** Number of rotating slices a window is split into. */
-export const WINDOW_SLICES = 6;
+const WINDOW_SLICES = 6;
 
 function newHistogram(): hdr.Histogram {
   return hdr.build({

@@ -18,7 +18,7 @@ export interface Delivery {
 }
 
 /** Most bytes an attempt holds while waiting for its first output event; past it, it commits. */
-export const HOLD_LIMIT_BYTES = 64 * 1024;
+const HOLD_LIMIT_BYTES = 64 * 1024;
 
 /**
  * The handler of one attempt. It reports at the commit point (response start, first body

@@ -45,3 +45,20 @@ export const adapters: {
     },
   },
 ];
+
+/**
+ * A client of `adapter`, callable as fetch and carrying stats() and close(), registered in
+ * `open` so the test closes it.
+ */
+export function openClient(
+  adapter: (typeof adapters)[number],
+  options: HedgedFetchOptions,
+  open: { close(): Promise<void> }[],
+): Client['fetch'] & Client {
+  const c = adapter.create(options);
+  open.push(c);
+  return Object.assign(
+    (input: string | URL | Request, init?: RequestInit) => c.fetch(input, init),
+    c,
+  );
+}
