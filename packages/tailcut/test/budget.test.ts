@@ -55,7 +55,36 @@ describe('HedgeBudget', () => {
     // Sustained: 5% of 1,000 calls/s + 10/s = 60/s; the second gets at most 120 (12% of calls).
     expect(granted).toBeGreaterThan(60);
     expect(granted).toBeLessThanOrEqual(120);
-    expect(budget.affordableShare()).toBeCloseTo(0.06, 2);
+  });
+
+  it('aims the delay at 80% of the sustainable share, and lower as the bucket runs dry', () => {
+    let now = 0;
+    const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+    const budget = budgetPort({ ratio: 0.05, minPerSecond: 10, ttlMs: 10_000, clock });
+    // 10 s at 1,000 calls/s: the budget sustains 5% + 10/s over 1,000/s = 6% of calls.
+    for (let i = 0; i < 10_000; i++) {
+      now = i;
+      budget.deposit();
+    }
+    expect(budget.affordableShare()).toBeCloseTo(0.8 * 0.06, 4);
+    // The fleet slows: every call asks for a hedge, and the pace grants 120 a second. Below
+    // the low-water mark (10% of a ttl's 600 tokens) the aim falls with what is left.
+    const aims: { tokens: number; share: number }[] = [];
+    for (let i = 0; i < 6000; i++) {
+      now = 10_000 + i;
+      budget.deposit();
+      if (budget.acquire() === 'granted') budget.release();
+      if (i % 100 === 99)
+        aims.push({ tokens: budget.stats().tokens, share: budget.affordableShare() });
+    }
+    const low = aims.filter((a) => a.tokens < 60);
+    expect(low.length).toBeGreaterThan(0);
+    // (The floor spread over the calls of the ttl moves a little as slices expire: ±10%.)
+    for (const a of aims) {
+      const aim = 0.048 * Math.min(1, a.tokens / 60);
+      expect(Math.abs(a.share - aim)).toBeLessThanOrEqual(0.1 * aim + 0.001);
+    }
+    expect(Math.min(...aims.map((a) => a.share))).toBeLessThan(0.01);
   });
 
   it('expires deposits: a quiet period cannot bank a burst', async () => {

@@ -15,6 +15,15 @@ const SLICES = 10;
 /** The pace counts the last second in tenths. */
 const PACE_SLICES = 10;
 const PACE_SLICE_MS = 100;
+/**
+ * The share of the sustainable hedge rate the delay aims at. Demand at a fixed percentile is a
+ * Poisson count: aimed at the whole budget, the bucket empties once a second or so and the
+ * stalls that arrive then are refused (D3: 50–150 refusals in 10 s). At 80% the slack of a ttl
+ * is several standard deviations of the demand.
+ */
+const HEADROOM = 0.8;
+/** Below this share of a ttl's supply left in the bucket, the aim falls in proportion. */
+const LOW_WATER = 0.1;
 
 /**
  * A token bucket shared by every route of a client (or by several clients): each call deposits
@@ -87,15 +96,21 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   }
 
   /**
-   * The share of calls the budget can hedge at the current call rate: what a call earns
-   * (`ratio`), plus the floor spread over the calls of the last ttl, less the overload
-   * penalties. Infinity before any call.
+   * The share of calls the delay should aim to hedge at the current call rate. What the budget
+   * sustains is what a call earns (`ratio`) plus the floor spread over the calls of the last
+   * ttl, less the overload penalties; the aim is {@link HEADROOM} of it, so that chance bursts
+   * of slow calls find tokens left. When the bucket runs low all the same (the fleet slowed,
+   * demand outgrew the budget), the aim falls in proportion to what is left and the delay rises
+   * at once: the slowest calls keep getting hedges instead of being refused. Infinity before
+   * any call.
    */
   affordableShare(): number {
     this.rotate();
     if (this.callSum <= 0) return Number.POSITIVE_INFINITY;
-    const floor = this.reserve / UNIT;
-    return Math.max(0, this.ratio * this.callSum + floor - this.penaltySum) / this.callSum;
+    const supply = Math.max(0, this.ratio * this.callSum + this.reserve / UNIT - this.penaltySum);
+    const balance = Math.max(0, (this.reserve + this.sum) / UNIT);
+    const level = supply > 0 ? Math.min(1, balance / (LOW_WATER * supply)) : 0;
+    return (supply / this.callSum) * HEADROOM * level;
   }
 
   /**

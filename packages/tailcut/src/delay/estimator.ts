@@ -99,11 +99,10 @@ export class DelayEstimator {
     const now = this.clock.now();
     const percentile = this.percentileFor(this.affordable);
     const age = now - this.computedAt;
-    // Recompute when new values arrived (at most every REFRESH_MS once warm), when the budget
-    // moves the percentile, or now and then so that old values expire.
-    const stale =
-      Math.abs(percentile - this.cachedPercentile) >= 0.1 ||
-      (this.dirty ? age >= REFRESH_MS || !this.warm : age >= this.expiryMs);
+    // Recompute when new values arrived or the budget moved the percentile (at most every
+    // REFRESH_MS once warm), or now and then so that old values expire.
+    const changed = this.dirty || Math.abs(percentile - this.cachedPercentile) >= 0.1;
+    const stale = changed ? age >= REFRESH_MS || !this.warm : age >= this.expiryMs;
     if (!stale) return this.cached;
     this.computedAt = now;
     this.dirty = false;
