@@ -18,7 +18,7 @@ usage: tailcut-lab <command> [options]
 commands:
   demo       docs/design.md's D2 profile, every strategy side by side (under a minute)
   run        one scenario:  --profile d2|d3|shift|cold  --rate N  --seconds S  --replicas R
-             --strategies none,fixed,cockatiel,tailcut  --fixed-delay MS  --slo MS  --seed N
+             --strategies none,fixed,cockatiel,tailcut,auto  --fixed-delay MS  --slo MS  --seed N
   simulate   replay recorded latencies through tailcut's engine under a virtual clock:
              --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
@@ -85,7 +85,8 @@ async function scenario(
 ) {
   const strategies = (values.strategies ?? '').split(',').map((s) => s.trim()) as StrategyName[];
   for (const s of strategies) {
-    if (![...STRATEGIES, 'unbudgeted'].includes(s)) fail(`unknown strategy ${JSON.stringify(s)}`);
+    if (![...STRATEGIES, 'unbudgeted', 'auto'].includes(s))
+      fail(`unknown strategy ${JSON.stringify(s)}`);
   }
   const seconds = number('seconds', values.seconds, defaults.seconds);
   const rate = number('rate', values.rate, defaults.rate);

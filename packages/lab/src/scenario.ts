@@ -14,7 +14,7 @@ import { hedgedAt, hedgedAtPercentile, retryAfter, type Theory, unhedged } from 
 
 /** The strategies the lab compares, by name. */
 export const STRATEGIES = ['none', 'fixed', 'cockatiel', 'tailcut'] as const;
-export type StrategyName = (typeof STRATEGIES)[number] | 'unbudgeted';
+export type StrategyName = (typeof STRATEGIES)[number] | 'unbudgeted' | 'auto';
 
 /** A scenario: a fleet, a load, the strategies to run on it one after another. */
 export interface Scenario {
@@ -57,6 +57,8 @@ function make(name: StrategyName, o: StrategyOptions): Strategy {
       return tailcut(o);
     case 'unbudgeted':
       return tailcut({ ...o, unbudgeted: true });
+    case 'auto':
+      return tailcut({ ...o, percentile: 'auto' });
   }
 }
 

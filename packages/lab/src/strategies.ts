@@ -19,7 +19,7 @@ export interface StrategyOptions {
   /** Fixed delay of the fixed-delay hedger and the timeout of timeout-and-retry, ms. */
   fixedDelayMs: number;
   /** tailcut's percentile and budget. */
-  percentile?: number;
+  percentile?: number | 'auto';
   budget?: { ratio: number; minPerSecond: number };
   /** Unbudgeted hedging (tailcut with an unlimited budget), for the metastable check. */
   unbudgeted?: boolean;
@@ -136,7 +136,7 @@ export function tailcut(o: StrategyOptions): Strategy {
   return {
     name: o.unbudgeted
       ? `unbudgeted hedging (p${o.percentile ?? 95})`
-      : `tailcut (p${o.percentile ?? 95}, budget)`,
+      : `tailcut (${o.percentile === 'auto' ? 'auto' : `p${o.percentile ?? 95}`}, budget)`,
     call: async (id) =>
       read(
         await undici.request(`${first}${path}`, {

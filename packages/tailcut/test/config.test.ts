@@ -36,6 +36,12 @@ const bad: [string, unknown, string, string][] = [
     '"95"',
   ],
   [
+    'percentile neither a number nor auto',
+    { routes: [{ ...base, hedge: { percentile: 'fast' } }] },
+    'routes[0].hedge.percentile',
+    '"fast"',
+  ],
+  [
     'maxAttempts 0',
     { routes: [{ ...base, hedge: { maxAttempts: 0 } }] },
     'routes[0].hedge.maxAttempts',

@@ -114,7 +114,7 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
       warmupSeconds: 3,
       sloMs: slo,
       fixedDelayMs: fixed,
-      strategies: ['none', 'fixed', 'cockatiel', 'tailcut'],
+      strategies: ['none', 'fixed', 'cockatiel', 'tailcut', 'auto'],
     });
     out.push(
       `## 2${name === 'D2' ? 'a' : 'b'}. Tail: ${name} at 1,000 calls/s, ${seconds} s measured after warm-up`,
@@ -145,10 +145,42 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
     );
     out.push('');
   }
+  const d2a = d2.find((r) => r.strategy === 'tailcut (auto, budget)');
+  if (d2t && d2a) {
+    out.push(
+      "`percentile: 'auto'` on D2 (target: no worse than p95, measured side by side):",
+      target(
+        'D2 auto p99 ÷ p95 p99',
+        (d2a.measured[2] as number) / (d2t.measured[2] as number),
+        1,
+        '×',
+      ),
+      target(
+        'D2 auto p99.9 ÷ p95 p99.9',
+        (d2a.measured[3] as number) / (d2t.measured[3] as number),
+        1,
+        '×',
+      ),
+      '',
+    );
+  }
   const d3 = await tail('D3', D3, 20, 50);
-  const d3t = d3.find((r) => r.strategy.startsWith('tailcut'));
-  if (d3t)
-    out.push('Targets:', target('D3 tailcut p99.9', d3t.measured[3] as number, 35, ' ms'), '');
+  const d3t = d3.find((r) => r.strategy === 'tailcut (p95, budget)');
+  const d3a = d3.find((r) => r.strategy === 'tailcut (auto, budget)');
+  const d3f = d3.find((r) => r.strategy.startsWith('fixed'));
+  if (d3t && d3a && d3f)
+    out.push(
+      'Targets:',
+      target('D3 tailcut p99.9', d3t.measured[3] as number, 35, ' ms'),
+      target('D3 auto extra load', d3a.extraLoad * 100, 1.5, '%'),
+      target(
+        'D3 auto p99.9 ÷ fixed 20 ms p99.9',
+        (d3a.measured[3] as number) / (d3f.measured[3] as number),
+        1,
+        '×',
+      ),
+      '',
+    );
 
   log('D3 ten times …');
   const runs = quick ? 2 : 10;
@@ -164,7 +196,7 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
       seed: 100 + i,
       sloMs: 50,
       fixedDelayMs: 20,
-      strategies: ['fixed', 'tailcut'],
+      strategies: ['fixed', 'tailcut', 'auto'],
     });
     for (const r of rows) {
       p999[r.strategy] = [...(p999[r.strategy] ?? []), r.measured[3] as number];

@@ -18,8 +18,14 @@ export interface FirstTokenRule {
 
 /** Hedging settings of a route. Every field is optional; defaults are in the README. */
 export interface HedgeOptions {
-  /** Percentile of recent attempt latencies after which a hedge is sent, in (0, 100). Default 95. */
-  percentile?: number;
+  /**
+   * Percentile of recent attempt latencies after which a hedge is sent, in (0, 100). Default 95.
+   * `'auto'` starts at 95 and raises the delay while the hedges it saves cost the predicted p99.9
+   * little (each halving of hedges at most ~7% of tail): for fleets whose slow calls are a
+   * separate mode (a stall, a cold cache), it hedges those and leaves the fast calls' own tail
+   * alone. It needs 200 remembered latencies before it moves.
+   */
+  percentile?: number | 'auto';
   /** Attempts per call, primary included: 1..5. Default 2 (one hedge). */
   maxAttempts?: number;
   /** Delay used until the route has `minSamples` latencies, ms. Default 100. */

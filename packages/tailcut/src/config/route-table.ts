@@ -14,17 +14,22 @@ export const MAX_ATTEMPTS_CAP = 5;
 export const DEFAULT_RETRY_ON: readonly number[] = [408, 429, 500, 502, 503, 504];
 
 const MS = { min: 0, max: 3_600_000 };
+const PERCENT = { min: 0, max: 100, minExclusive: true, maxExclusive: true };
 
 /** The options of `route.hedge`. */
 export const HEDGE_OPTIONS = {
-  percentile: numberOption(
-    95,
-    { min: 0, max: 100, minExclusive: true, maxExclusive: true },
-    {
-      valid: 'number in (0, 100)',
-      doc: 'percentile of recent latencies after which a hedge is sent',
+  percentile: {
+    default: '95',
+    valid: "number in (0, 100), or `'auto'`",
+    doc: "percentile of recent latencies after which a hedge is sent; `'auto'` starts at 95 and rises while the predicted p99.9 pays little for the hedges saved (for fleets whose slow calls are a separate mode)",
+    check(option, value): number | 'auto' {
+      if (value === 'auto') return 'auto';
+      if (value !== undefined && typeof value !== 'number') {
+        invalid(option, value, "a finite number > 0 and < 100, or 'auto'");
+      }
+      return checkNumber(option, value, 95, PERCENT);
     },
-  ),
+  },
   maxAttempts: numberOption(
     2,
     { min: 1, max: MAX_ATTEMPTS_CAP, integer: true },

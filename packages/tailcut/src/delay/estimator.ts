@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.js';
+import { autoPercentile } from './auto-percentile.js';
 import { selectRank } from './select.js';
 
 /** The hedge-delay settings of a route (validated). */
 export interface DelaySettings {
-  percentile: number;
+  /** A number in (0, 100), or `'auto'`: from p95 up to where a hedge still pays for itself. */
+  percentile: number | 'auto';
   initialDelayMs: number;
   minDelayMs: number;
   maxDelayMs: number;
@@ -20,6 +22,12 @@ const TAIL_VALUES = 25;
 /** Room to select percentiles in: one for all estimators (the engine is single-threaded). */
 const scratch = new Float64Array(CAPACITY);
 const newest = new Float64Array(CAPACITY);
+const censoredScratch = new Float64Array(CAPACITY);
+
+/** The percentile `'auto'` starts from, and never goes below. */
+const AUTO_BASE = 95;
+/** How often `'auto'` weighs the trade again (a sort of the memory). */
+const AUTO_REFRESH_MS = 250;
 
 /** How far (in standard deviations) the newest values must disagree to count as a shift. */
 const SHIFT_SIGMAS = 3;
@@ -58,6 +66,8 @@ export class DelayEstimator {
   private readonly clock: Clock;
   private readonly values = new Float32Array(CAPACITY);
   private readonly times = new Float64Array(CAPACITY);
+  /** 1 where the value is a censored lower bound (a primary cancelled while running). */
+  private readonly open = new Uint8Array(CAPACITY);
   /** Next slot to write. */
   private head = 0;
   private size = 0;
@@ -71,18 +81,32 @@ export class DelayEstimator {
   private warm = false;
   /** How often the memory is read again without new values (so old ones expire). */
   private readonly expiryMs: number;
+  /** The configured percentile (95 for `'auto'`). */
+  private readonly base: number;
+  /**
+   * For `'auto'`: the delay it last chose, in ms (0 for none). Held as a time rather than a
+   * rank: the edge of a narrow fast mode stays put while the count of slow calls in memory
+   * drifts, and a rank near that edge would fall into the gap behind it.
+   */
+  private autoFloorMs = 0;
+  private autoAt = Number.NEGATIVE_INFINITY;
 
   constructor(settings: DelaySettings, clock: Clock) {
     this.settings = settings;
     this.clock = clock;
     this.cached = settings.initialDelayMs;
-    this.cachedPercentile = settings.percentile;
+    this.base = settings.percentile === 'auto' ? AUTO_BASE : settings.percentile;
+    this.cachedPercentile = this.base;
     this.expiryMs = Math.min(1000, settings.windowMs / 30);
   }
 
-  /** Records an attempt latency (or censored lower bound) in milliseconds. */
-  record(elapsedMs: number): void {
+  /**
+   * Records an attempt latency in milliseconds, or with `censored` a lower bound of it (the
+   * attempt was cancelled or failed while still running).
+   */
+  record(elapsedMs: number, censored = false): void {
     this.values[this.head] = elapsedMs;
+    this.open[this.head] = censored ? 1 : 0;
     this.times[this.head] = this.clock.now();
     this.head = (this.head + 1) % CAPACITY;
     if (this.size < CAPACITY) this.size++;
@@ -97,6 +121,10 @@ export class DelayEstimator {
   delayMs(affordable?: number): number {
     if (affordable !== undefined) this.affordable = affordable;
     const now = this.clock.now();
+    if (this.settings.percentile === 'auto' && now - this.autoAt >= AUTO_REFRESH_MS) {
+      this.autoAt = now;
+      this.autoFloorMs = this.chooseAuto(now);
+    }
     const percentile = this.percentileFor(this.affordable);
     const age = now - this.computedAt;
     // Recompute when new values arrived or the budget moved the percentile (at most every
@@ -114,7 +142,7 @@ export class DelayEstimator {
       this.used = n;
       this.cached = s.initialDelayMs;
     } else {
-      const estimate = this.estimate(n, percentile);
+      const estimate = Math.max(this.autoFloorMs, this.estimate(n, percentile));
       this.cached = Math.min(s.maxDelayMs, Math.max(s.minDelayMs, estimate));
     }
     return this.cached;
@@ -146,9 +174,26 @@ export class DelayEstimator {
     return this.used;
   }
 
+  /** The delay `'auto'` chooses from the memory now, ms (see auto-percentile.ts); 0 for none. */
+  private chooseAuto(now: number): number {
+    // The same memory the delay rests on: after a shift, the newest values alone.
+    const all = this.gather(now);
+    const n = this.used > 0 ? Math.min(all, this.used) : all;
+    let m = 0;
+    let i = this.head;
+    for (let k = 0; k < n; k++) {
+      i = (i + CAPACITY - 1) % CAPACITY;
+      if (this.open[i] === 1) censoredScratch[m++] = this.values[i] as number;
+    }
+    scratch.subarray(0, n).sort();
+    censoredScratch.subarray(0, m).sort();
+    const p = autoPercentile(scratch, n, censoredScratch, m, AUTO_BASE);
+    return p > AUTO_BASE ? (scratch[rankOf(p, n)] as number) : 0;
+  }
+
   /** The configured percentile, or the higher one the budget can afford. */
   private percentileFor(affordable: number): number {
-    const p = this.settings.percentile;
+    const p = this.base;
     if (!(affordable < 1)) return p;
     return Math.min(MAX_PERCENTILE, Math.max(p, 100 * (1 - Math.max(0, affordable))));
   }

@@ -260,7 +260,7 @@ class Race<T> implements RaceHandle {
     const { clock, route } = this.spec;
     const elapsed = clock.now() - attempt.startedAt;
     const estimator = this.spec.estimator ?? route.estimator;
-    if (exact || elapsed >= estimator.delayMs()) estimator.record(elapsed);
+    if (exact || elapsed >= estimator.delayMs()) estimator.record(elapsed, !exact);
   }
 
   private clearTimer(): void {

@@ -23,6 +23,12 @@ export function d2(random: () => number): number {
   return random() < 0.01 ? base * 10 : base;
 }
 
+/** docs/design.md's D3: lognormal, median 10 ms, sigma 0.2; 1% of attempts slowed x100 (~1 s). */
+export function d3(random: () => number): number {
+  const base = 10 * Math.exp(0.2 * normal(random));
+  return random() < 0.01 ? base * 100 : base;
+}
+
 /** Empirical percentile (0..100) of a sample. */
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((x, y) => x - y);
