@@ -63,6 +63,7 @@ export function autoPercentile(
   };
   const at = (p: number) => sorted[Math.min(n - 1, Math.max(0, Math.ceil((p / 100) * n) - 1))];
   const baseTail = tail(at(base) as number);
+  if (!(baseTail > 0)) return base;
   let best = base;
   for (let p = base + STEP; p <= MAX && n * (1 - p / 100) >= MIN_ABOVE; p += STEP) {
     const cut = (100 - base) / (100 - p);
