@@ -2,7 +2,7 @@ import * as undici from 'undici';
 import { createClient } from '../client.js';
 import type { HedgedFetchOptions } from '../config/options.js';
 import type { HedgeStats } from '../engine/hedger.js';
-import { TailcutError } from '../errors.js';
+import { isTailcutError, TailcutError } from '../errors.js';
 import { toUndiciCall } from './request.js';
 import { linkSignal } from './signal.js';
 
@@ -18,6 +18,15 @@ export interface HedgedFetch {
    * bodies finish.
    */
   close(): Promise<void>;
+}
+
+/**
+ * Rethrows fetch's error, or the `TAILCUT_REWRITE_FAILED` error it wraps ("fetch failed" says
+ * nothing of a replica's rewrite that could not be applied).
+ */
+function ownError(err: unknown): never {
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  throw isTailcutError(cause, 'TAILCUT_REWRITE_FAILED') ? cause : err;
 }
 
 /**
@@ -56,7 +65,9 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     const own = call.init.dispatcher;
     call.init.dispatcher = own === undefined ? hedged : withHedging(own);
     const caller = call.init.signal;
-    if (caller === undefined || caller === null) return undici.fetch(call.input, call.init);
+    if (caller === undefined || caller === null) {
+      return undici.fetch(call.input, call.init).catch(ownError);
+    }
     if (caller.aborted) throw caller.reason;
     const link = linkSignal(caller);
     call.init.signal = link.signal;
@@ -64,7 +75,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
       return link.keep(await undici.fetch(call.input, call.init));
     } catch (err) {
       link.release();
-      throw err;
+      return ownError(err);
     }
   }
 

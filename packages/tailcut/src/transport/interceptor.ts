@@ -52,7 +52,7 @@ export function createInterceptor(
         ).start();
       };
       try {
-        const plan = planCall(route, method, opts.body, limits, controller);
+        const plan = planCall(route, method, opts.path, opts.body, limits, controller);
         if (plan instanceof Promise) {
           controller.onEarlyAbort = () =>
             handler.onResponseError?.(controller, controller.reason as Error);
