@@ -162,6 +162,12 @@ export interface HedgedFetchOptions {
   maxBufferedBodyBytes?: number;
   /** Largest total of bodies buffered at once by this client, bytes. Default 64 MiB. */
   maxTotalBufferedBytes?: number;
+  /**
+   * Keeps a connection to every replica open (an `OPTIONS /` to each origin when the client is
+   * composed onto its dispatcher, then every `intervalMs`, default 2,000), so that a hedge does
+   * not pay TCP and TLS setup. Default false.
+   */
+  warmConnections?: boolean | { intervalMs?: number };
   /** OpenTelemetry MeterProvider for tailcut's metrics. Default: the global one. */
   meterProvider?: MeterProvider;
   /** OpenTelemetry TracerProvider for tailcut's spans. Default: the global one. */

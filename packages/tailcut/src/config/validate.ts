@@ -52,6 +52,8 @@ export interface ClientSettings {
   dispatcher: Dispatcher | undefined;
   maxBufferedBodyBytes: number;
   maxTotalBufferedBytes: number;
+  /** Ping interval of warm connections, ms; undefined when off. */
+  warmConnections: number | undefined;
   meterProvider: MeterProvider | undefined;
   tracerProvider: TracerProvider | undefined;
   clock: Clock | undefined;

@@ -43,7 +43,7 @@ function ownError(err: unknown): never {
  * when the configuration is invalid.
  */
 export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
-  const { settings, hedger, interceptor } = createClient(options);
+  const { settings, hedger, interceptor, warmer } = createClient(options);
   const base = settings.dispatcher ?? new undici.Agent();
   const hedged = base.compose(interceptor);
   // A dispatcher passed per call (init.dispatcher) gets the same interceptor, composed once.
@@ -97,6 +97,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     stats: () => hedger.stats(),
     close() {
       closing ??= (async () => {
+        warmer?.stop();
         await Promise.allSettled([...inFlight]);
         if (settings.dispatcher === undefined) await base.close();
       })();
