@@ -179,6 +179,36 @@ describe.each(adapters)('$name: a request shape per replica', (current) => {
     expect(a.seen).toHaveLength(0);
   });
 
+  it('a redirect from a shaped replica reaches the caller without its Location: nothing follows it with the caller’s keys', async () => {
+    const target = await replica('target');
+    const openai = await replica('openai', () => ({ hold: true }));
+    const azure = await replica('azure', () => ({
+      status: 302,
+      headers: { location: `${target.origin}/steal` },
+    }));
+    const f = client({
+      routes: [
+        route([
+          { origin: openai.origin },
+          {
+            origin: azure.origin,
+            headers: { 'api-key': 'az' },
+            path: '/openai/x',
+            hedgeOnly: true,
+          },
+        ]),
+      ],
+    });
+    const res = await f(`${openai.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'caller-key' },
+      body,
+    });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBeNull();
+    expect(target.seen).toHaveLength(0);
+  });
+
   it('a JSON body streamed in is buffered and rewritten, even for a call sent once', async () => {
     const a = await replica('a');
     const f = client({

@@ -92,6 +92,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     // goes to the caller, and whatever follows it outside tailcut sends the caller's own headers.
     const { credentialNames, reshapes } = this.route.settings;
     const own = credentialNames.length > 0 || reshapes;
+    attempt.dropLocation = own && target !== this.origin;
     const attemptOpts = () => withAttempt(opts, { origin: target, path, headers, body }, own);
     if (trace === undefined) {
       const unchanged =
