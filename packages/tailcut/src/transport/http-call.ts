@@ -93,14 +93,16 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     const { credentialNames, reshapes } = this.route.settings;
     const own = credentialNames.length > 0 || reshapes;
     attempt.dropLocation = own && target !== this.origin;
-    const attemptOpts = () => withAttempt(opts, { origin: target, path, headers, body }, own);
     if (trace === undefined) {
       const unchanged =
         target === this.origin &&
         headers === (opts.headers ?? null) &&
         body === (opts.body ?? null) &&
         !own;
-      this.dispatch(unchanged ? opts : attemptOpts(), attempt);
+      this.dispatch(
+        unchanged ? opts : withAttempt(opts, { origin: target, path, headers, body }, own),
+        attempt,
+      );
       return;
     }
     // Each attempt carries its own span's trace context, and is dispatched in that context so

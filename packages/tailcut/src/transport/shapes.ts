@@ -13,8 +13,8 @@ export interface CallShapes {
   /** The rewritten body of an attempt to `replica`, or undefined: the call's own body. */
   body(replica: number): Uint8Array | undefined;
   /**
-   * False when the rewritten bodies did not fit the buffer caps: they are made one at a time
-   * and the call is sent once, unhedged (as a stream body over a cap is).
+   * False when the rewritten bodies did not fit the buffer caps: the call is sent once,
+   * unhedged (as a stream body over a cap is).
    */
   replayable: boolean;
   /** Returns the rewritten bodies' bytes to the quota. */
