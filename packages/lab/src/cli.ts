@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
 import { measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
+import { measureWarmConnections } from './bench/warm.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
@@ -26,6 +27,8 @@ commands:
   inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
              Anthropic-style streaming fleets with early events and TTFT stalls,
              and the budget when the fleet answers 429 to 30% of calls
+  warm       warm against cold connections over TLS, side by side: hedge win rate and TTFT
+             [--rate N]  [--seconds S]  [--rtt MS]  [--keepalive MS]
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
@@ -48,6 +51,8 @@ const { values, positionals } = parseArgs({
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
+    rtt: { type: 'string' },
+    keepalive: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -170,6 +175,16 @@ if (values.help || command === undefined || command === 'help') {
   console.log(`wrote ${file}`);
 } else if (command === 'inference') {
   console.log(await measureInference((l) => console.error(l)));
+} else if (command === 'warm') {
+  console.log(
+    await measureWarmConnections({
+      rate: number('rate', values.rate, 20),
+      seconds: number('seconds', values.seconds, 30),
+      rttMs: number('rtt', values.rtt, 20),
+      keepAliveMs: number('keepalive', values.keepalive, 250),
+      log: (l) => console.error(l),
+    }),
+  );
 } else if (command === 'overhead') {
   for (const r of await measureOverhead({ log: (l) => console.error(l) }))
     console.log(JSON.stringify(r));

@@ -24,3 +24,4 @@ export {
   type Theory,
   unhedged,
 } from './theory.js';
+export { LOOPBACK_TLS } from './tls/loopback-cert.js';

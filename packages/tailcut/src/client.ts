@@ -5,12 +5,15 @@ import { Hedger } from './engine/hedger.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { ByteQuota } from './transport/byte-quota.js';
 import { createInterceptor } from './transport/interceptor.js';
+import { ConnectionWarmer } from './transport/warm.js';
 
 /** What both adapters are made of: validated settings, the engine, and the interceptor over it. */
 export interface Client {
   settings: ClientSettings;
   hedger: Hedger;
   interceptor: Dispatcher.DispatcherComposeInterceptor;
+  /** Keeps the replicas' connections of each dispatcher it is composed onto open, if asked. */
+  warmer: ConnectionWarmer | undefined;
 }
 
 /**
@@ -24,9 +27,20 @@ export function createClient(options: HedgedFetchOptions): Client {
     settings,
     (h) => new Telemetry(h, settings.meterProvider, settings.tracerProvider),
   );
-  const interceptor = createInterceptor(hedger, {
-    perCall: settings.maxBufferedBodyBytes,
-    quota: new ByteQuota(settings.maxTotalBufferedBytes),
-  });
-  return { settings, hedger, interceptor };
+  const warmer =
+    settings.warmConnections === undefined
+      ? undefined
+      : new ConnectionWarmer(
+          [...new Set(settings.routes.flatMap((r) => r.replicas.map((x) => x.origin)))],
+          settings.warmConnections,
+        );
+  const interceptor = createInterceptor(
+    hedger,
+    {
+      perCall: settings.maxBufferedBodyBytes,
+      quota: new ByteQuota(settings.maxTotalBufferedBytes),
+    },
+    warmer,
+  );
+  return { settings, hedger, interceptor, warmer };
 }

@@ -6,6 +6,11 @@ export type TailcutErrorCode =
   | 'TAILCUT_INVALID_REQUEST'
   /** The client was closed with `close()` before this call. */
   | 'TAILCUT_CLOSED'
+  /**
+   * A replica's request shape could not be applied to a call (a `json` rewrite of a body that is
+   * not a JSON object, a `path` function that threw): the call failed before anything was sent.
+   */
+  | 'TAILCUT_REWRITE_FAILED'
   /** A response body stalled between chunks longer than its route's `chunkTimeoutMs`. */
   | 'TAILCUT_CHUNK_TIMEOUT';
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { attemptHeaders, callHeaders, keyRequest } from '../src/transport/compose.js';
+import { isTailcutError } from '../src/index.js';
+import {
+  attemptHeaders,
+  attemptPath,
+  callHeaders,
+  keyRequest,
+  parseJsonObject,
+  rewriteJson,
+} from '../src/transport/compose.js';
 
 describe('request composition (pure, no sockets)', () => {
   it("adds the call's Idempotency-Key and content type unless the caller set them", () => {
@@ -32,6 +40,50 @@ describe('request composition (pure, no sockets)', () => {
     });
     // The input is not changed: every attempt composes from the same call headers.
     expect(call['api-key']).toBe('caller-key');
+  });
+
+  it('removes a header a replica sets to null, and the Content-Length of a rewritten body', () => {
+    const call = { authorization: 'caller', cookie: 'c=1', 'content-length': '10', x: '1' };
+    expect(
+      attemptHeaders(call, false, [], { authorization: null, cookie: null, 'api-key': 'k' }, true),
+    ).toEqual({ x: '1', 'api-key': 'k' });
+  });
+
+  it("rewrites the path and merges the query; the request's query is untouched without one", () => {
+    const shape = { where: 'w', path: '/d/chat', query: undefined };
+    expect(attemptPath('/v1/chat?a=1&b=%20', shape)).toBe('/d/chat?a=1&b=%20');
+    expect(
+      attemptPath('/v1/chat?a=1&b=2', { ...shape, query: { b: null, 'api-version': 'v' } }),
+    ).toBe('/d/chat?a=1&api-version=v');
+    expect(
+      attemptPath('/v1/chat?b=1', { where: 'w', path: (p) => `/x${p}`, query: { b: null } }),
+    ).toBe('/x/v1/chat');
+    let err: unknown;
+    try {
+      attemptPath('/v1', {
+        where: 'route "r", replica "a"',
+        path: () => 42 as never,
+        query: undefined,
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(isTailcutError(err, 'TAILCUT_REWRITE_FAILED')).toBe(true);
+    expect((err as Error).message).toContain(
+      'route "r", replica "a": its `path` function returned number',
+    );
+  });
+
+  it('sets top-level fields of a JSON object body, and refuses anything else', () => {
+    const parsed = parseJsonObject('{"model":"a","n":1}', 'w');
+    expect(new TextDecoder().decode(rewriteJson(parsed, { model: 'b', t: [1] }))).toBe(
+      '{"model":"b","n":1,"t":[1]}',
+    );
+    for (const text of ['[1]', '1', 'null', '{', undefined]) {
+      expect(() => parseJsonObject(text, 'w')).toThrow(
+        /^tailcut: w: its `json` rewrite needs a JSON object body/,
+      );
+    }
   });
 
   it('shows key and cost functions the body as text only when it is in memory', () => {

@@ -206,6 +206,82 @@ const bad: [string, unknown, string, string][] = [
     'undefined',
   ],
   [
+    'replica path without slash',
+    { routes: [{ ...base, replicas: ['http://b', { origin: 'http://a', path: 'v1/x' }] }] },
+    'routes[0].replicas[1].path',
+    '"v1/x"',
+  ],
+  [
+    'replica path with a query',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', path: '/x?api-version=1' }] }] },
+    'routes[0].replicas[0].path',
+    'no query',
+  ],
+  [
+    'replica query value a number',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', query: { v: 1 } }] }] },
+    'routes[0].replicas[0].query.v',
+    '"number"',
+  ],
+  [
+    'replica json not an object',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', json: ['model'] }] }] },
+    'routes[0].replicas[0].json',
+    'array(1)',
+  ],
+  [
+    'replica json value undefined',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', json: { model: undefined } }] }] },
+    'routes[0].replicas[0].json.model',
+    'undefined',
+  ],
+  [
+    'replica json value a Date',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', json: { at: new Date(0) } }] }] },
+    'routes[0].replicas[0].json.at',
+    'a JSON value',
+  ],
+  [
+    'replica header removal of Host',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', headers: { host: null } }] }] },
+    'routes[0].replicas[0].headers.host',
+    '"host"',
+  ],
+  [
+    'replica names twice',
+    {
+      routes: [
+        {
+          ...base,
+          replicas: [
+            { origin: 'http://a', name: 'p' },
+            { origin: 'http://b', name: 'p' },
+          ],
+        },
+      ],
+    },
+    'routes[0].replicas[1].name',
+    '"p"',
+  ],
+  [
+    'replica weight 0',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', weight: 0 }] }] },
+    'routes[0].replicas[0].weight',
+    '0',
+  ],
+  [
+    'every replica hedge-only',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', hedgeOnly: true }] }] },
+    'routes[0].replicas',
+    'not `hedgeOnly`',
+  ],
+  [
+    'unknown replica key',
+    { routes: [{ ...base, replicas: [{ origin: 'http://a', model: 'x' }] }] },
+    'routes[0].replicas[0].model',
+    '"x"',
+  ],
+  [
     'bad method',
     { routes: [{ ...base, match: { method: 'GE T' } }] },
     'routes[0].match.method',

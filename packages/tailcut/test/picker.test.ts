@@ -8,7 +8,13 @@ const budgetPort = (options: BudgetOptions) => createBudget(options)[BUDGET_PORT
 
 import { ReplicaPicker, retryAfterMs } from '../src/replicas/picker.js';
 
-const origins = ['http://a:1', 'http://b:1', 'http://c:1'];
+const replica = (name: string, more: { hedgeOnly?: boolean; weight?: number } = {}) => ({
+  origin: `http://${name}:1`,
+  name,
+  hedgeOnly: more.hedgeOnly ?? false,
+  weight: more.weight ?? 1,
+});
+const origins = ['a', 'b', 'c'].map((name) => replica(name));
 
 describe('replica picker', () => {
   it('round-robins the primary and keeps a replica held back by Retry-After out until then', async () => {
@@ -49,6 +55,39 @@ describe('replica picker', () => {
     // Three attempts in flight on c weigh less than b's 50x latency.
     expect(picker.hedge([0])).toBe(2);
     expect(picker.hedge([0, 2])).toBe(1);
+  });
+
+  it('weighs the primary rotation, and never makes a hedge-only replica the primary', () => {
+    const picker = new ReplicaPicker(
+      [replica('a', { weight: 3 }), replica('b'), replica('pricey', { hedgeOnly: true })],
+      new VirtualClock(),
+    );
+    const primaries = Array.from({ length: 8 }, () => picker.primary());
+    expect(primaries.filter((i) => i === 0)).toHaveLength(6);
+    expect(primaries.filter((i) => i === 1)).toHaveLength(2);
+    // Smooth: the heavy replica's turns are spread, not bunched.
+    expect(primaries.slice(0, 4)).toEqual([0, 0, 1, 0]);
+    expect(picker.hedge([0, 1])).toBe(2);
+    // Held back, the primaries fall back on the one free soonest, still never the hedge-only.
+    picker.holdBack(0, 2000);
+    picker.holdBack(1, 1000);
+    expect(picker.primary()).toBe(1);
+  });
+
+  it('counts attempts, wins and failures per replica name', () => {
+    const picker = new ReplicaPicker([replica('a'), replica('b')], new VirtualClock());
+    picker.begin(0);
+    picker.begin(1);
+    picker.end(0, 12);
+    picker.outcome(0, 'won');
+    picker.end(1);
+    picker.outcome(1, 'failed');
+    expect(picker.stats()).toEqual({
+      a: { attempts: 1, won: 1, failed: 0, inFlight: 0, latencyMs: 12, heldBack: false },
+      b: { attempts: 1, won: 0, failed: 1, inFlight: 0, latencyMs: 0, heldBack: false },
+    });
+    expect(picker.name(1)).toBe('b');
+    expect(picker.name(-1)).toBeUndefined();
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {

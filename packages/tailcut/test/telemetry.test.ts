@@ -139,6 +139,8 @@ describe('telemetry with the OpenTelemetry SDK', () => {
     const won = attempts.find((p) => p.attributes['tailcut.attempt.outcome'] === 'won');
     expect(won?.attributes['server.address']).toBe('127.0.0.1');
     expect(typeof won?.attributes['server.port']).toBe('number');
+    // A replica given as an origin is named by it.
+    expect([a.origin, b.origin]).toContain(won?.attributes['tailcut.replica']);
     const delay = await points(reader, 'tailcut.hedge.delay');
     expect(delay[0]?.value).toBeCloseTo(0.04, 3);
     expect((await points(reader, 'tailcut.budget.tokens')).length).toBe(1);
@@ -226,7 +228,10 @@ describe('telemetry with the OpenTelemetry SDK', () => {
       routes: [
         {
           name: 'chat',
-          replicas: [a.origin, b.origin],
+          replicas: [
+            { origin: a.origin, name: 'east' },
+            { origin: b.origin, name: 'west' },
+          ],
           hedge: { initialDelayMs: 40, minSamples: 1e6 },
         },
       ],
@@ -248,6 +253,7 @@ describe('telemetry with the OpenTelemetry SDK', () => {
     );
     expect(byIndex.map((c) => c.attributes['tailcut.attempt.kind'])).toEqual(['primary', 'hedge']);
     expect(byIndex.map((c) => c.attributes['tailcut.attempt.outcome'])).toEqual(['lost', 'won']);
+    expect(byIndex.map((c) => c.attributes['tailcut.replica'])).toEqual(['east', 'west']);
     expect(internal[0]?.events.map((e) => e.name)).toContain('tailcut.hedge.sent');
     // Each attempt carried its own span's context.
     const sent = [a.seen[0], b.seen[0]].map((s) => String(s?.headers.traceparent));

@@ -25,7 +25,7 @@ function hasToken(text: string): boolean {
 }
 
 /** A strategy whose call resolves at the first generated token the client reads. */
-function firstToken(
+export function firstToken(
   name: string,
   dispatcher: undici.Dispatcher,
   origins: string[],

@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { type HedgeBudget, isHedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import { type BudgetSettings, validateBudgetOptions } from './budget-table.js';
-import { invalid } from './checks.js';
+import { checkNumber, checkObject, invalid } from './checks.js';
 import type { HedgedFetchOptions } from './options.js';
 import { ROUTE_OPTIONS, type RouteInput } from './route-table.js';
 import { numberOption, objectWithOption } from './specs.js';
@@ -17,6 +17,24 @@ function checkRoutes(option: string, value: unknown): RouteInput[] {
     if (names.has(route.name)) invalid(`${option}[${i}].name`, route.name, 'unique among routes');
     names.add(route.name);
     return route;
+  });
+}
+
+/** How often a warm connection is pinged by default, ms (below undici's 4 s keep-alive). */
+const WARM_INTERVAL_MS = 2_000;
+
+/** `warmConnections`: the ping interval in ms, or undefined when off. */
+function checkWarm(option: string, value: unknown): number | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return WARM_INTERVAL_MS;
+  if (typeof value !== 'object' || value === null) {
+    invalid(option, value, 'a boolean or { intervalMs }');
+  }
+  const o = checkObject(option, value, ['intervalMs']);
+  return checkNumber(`${option}.intervalMs`, o.intervalMs, WARM_INTERVAL_MS, {
+    min: 100,
+    max: 600_000,
+    integer: true,
   });
 }
 
@@ -58,6 +76,12 @@ export const CLIENT_OPTIONS = {
       doc: "bytes buffered at once across the client's calls",
     },
   ),
+  warmConnections: {
+    default: '`false`',
+    valid: 'boolean, or `{ intervalMs }` (integer 100 … 600,000; default 2,000)',
+    doc: 'keeps a connection to every replica open so that a hedge does not pay TCP and TLS setup: an `OPTIONS /` to each replica origin (no headers, below tailcut: no route, budget or telemetry) when the client is composed onto its dispatcher, then every `intervalMs`; stops with `close()` or when the dispatcher is closed',
+    check: checkWarm,
+  },
   meterProvider: objectWithOption<MeterProvider>('getMeter', {
     default: 'the global OTel API',
     valid: 'object with `getMeter()`',

@@ -54,15 +54,44 @@ export interface RouteMatch {
   path?: string | RegExp;
 }
 
-/** A replica with headers of its own (for example an API key per region). */
+/** A JSON value, as a replica's `json` rewrite sets it. */
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/**
+ * A replica with a request shape of its own: a provider or deployment that wants its own path,
+ * query, credentials or model name (OpenAI, Azure OpenAI, a self-hosted vLLM behind one route).
+ */
 export interface ReplicaOptions {
+  /** Where its attempts go: an http(s) origin, no path. */
   origin: string | URL;
+  /** Label in `stats()` and the `tailcut.replica` telemetry attribute. Default: the origin. */
+  name?: string;
   /**
-   * Headers only this replica's attempts carry. Names set on any replica of the route are
-   * removed from the caller's headers for every attempt, so one replica's credential never
-   * reaches another.
+   * The path its attempts use instead of the request's: a string (`/openai/deployments/d/chat/
+   * completions`), or a function of the request's path (without the query). The request's
+   * query is kept.
    */
-  headers?: Record<string, string>;
+  path?: string | ((path: string) => string);
+  /** Query parameters set on its attempts (merged into the request's); `null` removes one. */
+  query?: Record<string, string | null>;
+  /**
+   * Headers only its attempts carry; `null` removes the caller's header of that name. A replica
+   * with headers of its own never gets the caller's credentials (`authorization`, `api-key`,
+   * `x-api-key`, `cookie`, ... and every name some replica of the route sets).
+   */
+  headers?: Record<string, string | null>;
+  /** Top-level fields set in the request's JSON object body (for example `model`). */
+  json?: Record<string, JsonValue>;
+  /** Never the primary: used only for hedges (a pricier provider, a backup region). Default false. */
+  hedgeOnly?: boolean;
+  /** Share of primaries in the weighted rotation (relative to the others). Default 1. */
+  weight?: number;
 }
 
 /** One route: which requests, where they may go, and how they are hedged. */
@@ -72,8 +101,10 @@ export interface RouteOptions {
   /** Which requests this route applies to; omitted: every request. First matching route wins. */
   match?: RouteMatch;
   /**
-   * Origins (http/https, no path, no credentials) the route's attempts go to. The request URL's
-   * origin is rewritten per attempt; path and query stay. Default: the request's own origin.
+   * Origins (http/https, no path, no credentials) the route's attempts go to, or replicas with a
+   * request shape of their own ({@link ReplicaOptions}). The request URL's origin is rewritten per
+   * attempt; path and query stay unless the replica rewrites them. Default: the request's own
+   * origin.
    */
   replicas?: readonly (string | URL | ReplicaOptions)[];
   /** Allows hedging methods other than GET/HEAD/OPTIONS; attempts share one Idempotency-Key. */
@@ -137,6 +168,12 @@ export interface HedgedFetchOptions {
   maxBufferedBodyBytes?: number;
   /** Largest total of bodies buffered at once by this client, bytes. Default 64 MiB. */
   maxTotalBufferedBytes?: number;
+  /**
+   * Keeps a connection to every replica open (an `OPTIONS /` to each origin when the client is
+   * composed onto its dispatcher, then every `intervalMs`, default 2,000), so that a hedge does
+   * not pay TCP and TLS setup. Default false.
+   */
+  warmConnections?: boolean | { intervalMs?: number };
   /** OpenTelemetry MeterProvider for tailcut's metrics. Default: the global one. */
   meterProvider?: MeterProvider;
   /** OpenTelemetry TracerProvider for tailcut's spans. Default: the global one. */

@@ -8,6 +8,7 @@ import { type RouteMatcher, routeMatcher } from '../routes/matcher.js';
 import type { EventKind, StreamEvent } from '../stream/events.js';
 import type { BudgetSettings } from './budget-table.js';
 import { CLIENT_OPTIONS } from './client-table.js';
+import type { ReplicaSettings } from './replicas.js';
 import { HEDGE_OPTIONS, type RouteInput } from './route-table.js';
 import { readOptions } from './table.js';
 
@@ -15,12 +16,18 @@ import { readOptions } from './table.js';
 export interface RouteSettings {
   name: string;
   matches: RouteMatcher;
-  /** Normalised origins, or empty for "the request's own origin". */
-  replicas: string[];
-  /** Per replica (same index): headers only its attempts carry, if any. */
-  replicaHeaders: (Record<string, string> | undefined)[];
-  /** Every header name some replica sets: removed from the caller's headers for all attempts. */
-  replicaHeaderNames: string[];
+  /** The replicas, or empty for "the request's own origin". */
+  replicas: readonly ReplicaSettings[];
+  /**
+   * When some replica has headers of its own: the caller's headers that count as credentials
+   * (the usual names, and every name some replica sets or removes). Else empty: the caller's
+   * headers go to every replica.
+   */
+  credentialNames: readonly string[];
+  /** True when some replica rewrites the path, query or JSON body. */
+  reshapes: boolean;
+  /** True when some replica sets fields of the JSON body. */
+  rewritesJson: boolean;
   idempotent: boolean;
   /** 1 when the route's hedging is off. */
   maxAttempts: number;
@@ -45,9 +52,31 @@ export interface ClientSettings {
   dispatcher: Dispatcher | undefined;
   maxBufferedBodyBytes: number;
   maxTotalBufferedBytes: number;
+  /** Ping interval of warm connections, ms; undefined when off. */
+  warmConnections: number | undefined;
   meterProvider: MeterProvider | undefined;
   tracerProvider: TracerProvider | undefined;
   clock: Clock | undefined;
+}
+
+/** Request headers that carry credentials, whichever replica sets them. */
+const CREDENTIAL_HEADERS = [
+  'authorization',
+  'proxy-authorization',
+  'api-key',
+  'x-api-key',
+  'cookie',
+];
+
+/**
+ * The caller's headers a replica with headers of its own never gets: the usual credential
+ * names, and every name some replica sets or removes. Empty when no replica has headers.
+ */
+function credentialNames(replicas: readonly ReplicaSettings[]): string[] {
+  const own = replicas.flatMap((x) => Object.keys(x.headers ?? {}));
+  return replicas.some((x) => x.headers !== undefined)
+    ? [...new Set([...CREDENTIAL_HEADERS, ...own])]
+    : [];
 }
 
 /** The engine's view of a validated route. */
@@ -60,9 +89,12 @@ function routeSettings(r: RouteInput): RouteSettings {
       r.match,
       r.replicas.map((x) => x.origin),
     ),
-    replicas: r.replicas.map((x) => x.origin),
-    replicaHeaders: r.replicas.map((x) => x.headers),
-    replicaHeaderNames: [...new Set(r.replicas.flatMap((x) => Object.keys(x.headers ?? {})))],
+    replicas: r.replicas,
+    credentialNames: credentialNames(r.replicas),
+    reshapes: r.replicas.some(
+      (x) => x.path !== undefined || x.query !== undefined || x.json !== undefined,
+    ),
+    rewritesJson: r.replicas.some((x) => x.json !== undefined),
     idempotent: r.idempotent,
     maxAttempts: r.hedge === false ? 1 : maxAttempts,
     delay,

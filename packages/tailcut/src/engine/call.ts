@@ -108,6 +108,7 @@ export class Call<T extends Answer> implements RaceSpec<T> {
   ): void {
     const seconds = (this.clock.now() - ctx.startedAt) / 1000;
     this.listener.attemptEnded(ctx, outcome, seconds, { status: result?.status, error });
+    if (outcome === 'won' || outcome === 'failed') this.route.picker.outcome(ctx.replica, outcome);
     if (outcome === 'failed') onOverload(this.route, this.budget, ctx.replica, result, error);
   }
 

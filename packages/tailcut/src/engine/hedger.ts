@@ -2,6 +2,7 @@ import { BUDGET_PORT, type BudgetPort, type BudgetStats, isHedgeBudget } from '.
 import { TokenBudget } from '../budget/token-budget.js';
 import { type Clock, realClock } from '../clock.js';
 import type { ClientSettings } from '../config/validate.js';
+import type { ReplicaStats } from '../replicas/picker.js';
 import type { RequestTarget } from '../routes/matcher.js';
 import { Call, type CallHost, type CallSpec } from './call.js';
 import type { CallListener, EngineListener } from './listener.js';
@@ -19,6 +20,8 @@ export interface RouteStats extends RouteCounters {
   latency: TailStats;
   /** Conditioning keys with a delay estimator of their own (routes with a `key`). */
   keys: number;
+  /** Per replica, by its `name` (the origin unless named): attempts, wins, failures, latency. */
+  replicas: Record<string, ReplicaStats>;
 }
 
 /** What `stats()` returns: per route, and the budget shared by all routes. */
@@ -92,6 +95,7 @@ export class Hedger implements CallHost {
         samples: route.estimator.samples(),
         latency: route.tail.stats(),
         keys: route.keys,
+        replicas: route.picker.stats(),
       };
     }
     return { routes, budget: this.budget.stats() };

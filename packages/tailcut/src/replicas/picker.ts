@@ -1,14 +1,44 @@
 import type { Clock } from '../clock.js';
 
+/** What the picker needs of a replica. */
+export interface PickerReplica {
+  origin: string;
+  /** Label in stats. */
+  name: string;
+  /** Never chosen as the primary. */
+  hedgeOnly: boolean;
+  /** Share of primaries, relative to the others. */
+  weight: number;
+}
+
+/** One replica's figures since the client was created, as `stats()` reports them. */
+export interface ReplicaStats {
+  /** Attempts sent to it, primaries and hedges. */
+  attempts: number;
+  /** Attempts of its that won their call. */
+  won: number;
+  /** Attempts of its that failed (network error, retryable status). */
+  failed: number;
+  /** Attempts in flight now. */
+  inFlight: number;
+  /** Moving average of its recent attempt latencies, ms (0 before its first answer). */
+  latencyMs: number;
+  /** True while a Retry-After keeps it out of rotation. */
+  heldBack: boolean;
+}
+
 /** Weight of the newest latency in a replica's moving average. */
 const EWMA_ALPHA = 0.2;
 /** Longest time a Retry-After can keep a replica out of rotation. */
 const MAX_HOLD_MS = 300_000;
 
 /**
- * Chooses where each attempt of a route goes. Replicas are indices into the route's origin
+ * Chooses where each attempt of a route goes. Replicas are indices into the route's replica
  * list; with no list, every attempt goes to the request's own origin (index -1), and with one
  * replica every attempt goes to it: a load balancer behind one address spreads them.
+ *
+ * Primaries go round robin, weighted (smooth weighted round robin, as nginx does: with equal
+ * weights, plain round robin), over the replicas that are not `hedgeOnly`.
  *
  * Health: a replica that answered 429/503 with Retry-After is left out of the primary and hedge
  * rotation until then (but when every candidate is held, the one free soonest is used: never
@@ -17,37 +47,60 @@ const MAX_HOLD_MS = 300_000;
  */
 export class ReplicaPicker {
   readonly origins: readonly string[];
+  private readonly replicas: readonly PickerReplica[];
   private readonly inFlight: number[];
   private readonly heldUntil: number[];
   private readonly latency: number[];
+  /** Smooth weighted round robin: each replica's running credit. */
+  private readonly credit: number[];
+  private readonly attempts: number[];
+  private readonly won: number[];
+  private readonly failed: number[];
   private next = 0;
 
   constructor(
-    origins: readonly string[],
+    replicas: readonly PickerReplica[],
     private readonly clock: Clock,
   ) {
-    this.origins = origins;
-    this.inFlight = origins.map(() => 0);
-    this.heldUntil = origins.map(() => 0);
-    this.latency = origins.map(() => 0);
+    this.replicas = replicas;
+    this.origins = replicas.map((r) => r.origin);
+    const zeros = () => replicas.map(() => 0);
+    this.inFlight = zeros();
+    this.heldUntil = zeros();
+    this.latency = zeros();
+    this.credit = zeros();
+    this.attempts = zeros();
+    this.won = zeros();
+    this.failed = zeros();
   }
 
-  /** The primary attempt's replica: round robin over the replicas not held back. */
+  /**
+   * The primary attempt's replica: weighted round robin over the replicas that are not
+   * `hedgeOnly` and not held back; when all of those are held, the one free soonest.
+   */
   primary(): number {
     const n = this.origins.length;
     if (n === 0) return -1;
     const now = this.clock.now();
-    let fallback = this.next;
-    for (let k = 0; k < n; k++) {
-      const i = (this.next + k) % n;
-      if ((this.heldUntil[i] ?? 0) <= now) {
-        this.next = (i + 1) % n;
-        return i;
+    let fallback = -1;
+    let best = -1;
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      const r = this.replicas[i] as PickerReplica;
+      if (r.hedgeOnly) continue;
+      const held = this.heldUntil[i] ?? 0;
+      if (held > now) {
+        if (fallback < 0 || held < (this.heldUntil[fallback] ?? 0)) fallback = i;
+        continue;
       }
-      if ((this.heldUntil[i] ?? 0) < (this.heldUntil[fallback] ?? 0)) fallback = i;
+      this.credit[i] = (this.credit[i] ?? 0) + r.weight;
+      total += r.weight;
+      if (best < 0 || (this.credit[i] ?? 0) > (this.credit[best] ?? 0)) best = i;
     }
-    this.next = (fallback + 1) % n;
-    return fallback;
+    const chosen = best >= 0 ? best : fallback;
+    if (best >= 0) this.credit[best] = (this.credit[best] ?? 0) - total;
+    this.next = (chosen + 1) % n;
+    return chosen;
   }
 
   /**
@@ -86,7 +139,37 @@ export class ReplicaPicker {
 
   /** Counts an attempt starting on `index`. */
   begin(index: number): void {
-    if (index >= 0) this.inFlight[index] = (this.inFlight[index] ?? 0) + 1;
+    if (index < 0) return;
+    this.inFlight[index] = (this.inFlight[index] ?? 0) + 1;
+    this.attempts[index] = (this.attempts[index] ?? 0) + 1;
+  }
+
+  /** Counts how an attempt on `index` ended: it won its call, or it failed. */
+  outcome(index: number, outcome: 'won' | 'failed'): void {
+    if (index < 0) return;
+    const counts = outcome === 'won' ? this.won : this.failed;
+    counts[index] = (counts[index] ?? 0) + 1;
+  }
+
+  /** Per replica name: attempts, wins, failures, in flight, recent latency, hold. */
+  stats(): Record<string, ReplicaStats> {
+    const out: Record<string, ReplicaStats> = Object.create(null);
+    this.replicas.forEach((r, i) => {
+      out[r.name] = {
+        attempts: this.attempts[i] ?? 0,
+        won: this.won[i] ?? 0,
+        failed: this.failed[i] ?? 0,
+        inFlight: this.inFlight[i] ?? 0,
+        latencyMs: this.latency[i] ?? 0,
+        heldBack: this.isHeld(i),
+      };
+    });
+    return out;
+  }
+
+  /** The name of replica `index`, or `undefined` for the request's own origin. */
+  name(index: number): string | undefined {
+    return index < 0 ? undefined : this.replicas[index]?.name;
   }
 
   /** Counts an attempt on `index` ending; `elapsedMs` feeds its moving average. */

@@ -13,6 +13,7 @@ export const ATTR = {
   attemptKind: 'tailcut.attempt.kind',
   attemptOutcome: 'tailcut.attempt.outcome',
   hedgeOutcome: 'tailcut.hedge.outcome',
+  replica: 'tailcut.replica',
   statistic: 'tailcut.statistic',
 } as const;
 

@@ -62,6 +62,8 @@ export class CallTrace implements CallListener {
       },
       this.context,
     );
+    const replica = this.route.picker.name(ctx.replica);
+    if (replica !== undefined) span.setAttribute(ATTR.replica, replica);
     this.attempts[ctx.index] = { span, origin };
     if (ctx.kind === 'hedge') {
       this.span.addEvent('tailcut.hedge.sent', {

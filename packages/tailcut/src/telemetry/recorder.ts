@@ -104,7 +104,8 @@ export class Recorder {
   ): void {
     const name = route.settings.name;
     const type = errorType(ending);
-    const key = `a|${name}|${method}|${ctx.kind}|${outcome}|${origin}|${ending.status}|${type}`;
+    const replica = route.picker.name(ctx.replica);
+    const key = `a|${name}|${method}|${ctx.kind}|${outcome}|${origin}|${replica}|${ending.status}|${type}`;
     const attrs = this.attrs.get(key, () => {
       const server = this.server(origin);
       const a: Attributes = {
@@ -115,6 +116,7 @@ export class Recorder {
         [ATTR.serverAddress]: server.address,
         [ATTR.serverPort]: server.port,
       };
+      if (replica !== undefined) a[ATTR.replica] = replica;
       if (ending.status !== undefined) a[ATTR.status] = ending.status;
       if (type !== undefined) a[ATTR.errorType] = type;
       return a;

@@ -47,6 +47,15 @@ export class AttemptHandler implements Handler {
   private pendingTokens = 0;
   /** True when a streamed answer failed before its first output (an error event, or no output). */
   streamFailed = false;
+  /**
+   * True for an attempt to a replica with a request shape or credentials of its own, other than
+   * the origin the request was sent to: a redirect it answers points into that replica's own
+   * URL space, and whatever follows it above tailcut would resolve it against the caller's URL
+   * and send the caller's headers there. Its Location is dropped: the 3xx reaches the caller as
+   * it is.
+   */
+  dropLocation = false;
+
   constructor(
     private readonly report: AttemptReport<AttemptHandler>,
     private readonly route: RouteState,
@@ -73,6 +82,10 @@ export class AttemptHandler implements Handler {
     this.controller = controller;
     this.status = statusCode;
     this.headers = headers;
+    if (this.dropLocation && statusCode < 400 && headers.location !== undefined) {
+      const { location: _, ...rest } = headers;
+      this.headers = rest;
+    }
     this.statusMessage = statusMessage;
     // Commit on the headers, unless the route commits on the first byte or the first output
     // event of an acceptable answer.

@@ -2,7 +2,7 @@ import * as undici from 'undici';
 import { createClient } from '../client.js';
 import type { HedgedFetchOptions } from '../config/options.js';
 import type { HedgeStats } from '../engine/hedger.js';
-import { TailcutError } from '../errors.js';
+import { isTailcutError, TailcutError } from '../errors.js';
 import { toUndiciCall } from './request.js';
 import { linkSignal } from './signal.js';
 
@@ -21,6 +21,15 @@ export interface HedgedFetch {
 }
 
 /**
+ * Rethrows fetch's error, or the `TAILCUT_REWRITE_FAILED` error it wraps ("fetch failed" says
+ * nothing of a replica's rewrite that could not be applied).
+ */
+function ownError(err: unknown): never {
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  throw isTailcutError(cause, 'TAILCUT_REWRITE_FAILED') ? cause : err;
+}
+
+/**
  * Creates a fetch function that hedges the requests matching its routes: when an attempt runs
  * past the route's recent percentile latency, a backup goes to another replica, the first
  * acceptable answer wins and the others are aborted, under a budget shared by all routes.
@@ -34,7 +43,7 @@ export interface HedgedFetch {
  * when the configuration is invalid.
  */
 export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
-  const { settings, hedger, interceptor } = createClient(options);
+  const { settings, hedger, interceptor, warmer } = createClient(options);
   const base = settings.dispatcher ?? new undici.Agent();
   const hedged = base.compose(interceptor);
   // A dispatcher passed per call (init.dispatcher) gets the same interceptor, composed once.
@@ -56,7 +65,9 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     const own = call.init.dispatcher;
     call.init.dispatcher = own === undefined ? hedged : withHedging(own);
     const caller = call.init.signal;
-    if (caller === undefined || caller === null) return undici.fetch(call.input, call.init);
+    if (caller === undefined || caller === null) {
+      return undici.fetch(call.input, call.init).catch(ownError);
+    }
     if (caller.aborted) throw caller.reason;
     const link = linkSignal(caller);
     call.init.signal = link.signal;
@@ -64,7 +75,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
       return link.keep(await undici.fetch(call.input, call.init));
     } catch (err) {
       link.release();
-      throw err;
+      return ownError(err);
     }
   }
 
@@ -86,6 +97,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     stats: () => hedger.stats(),
     close() {
       closing ??= (async () => {
+        warmer?.stop();
         await Promise.allSettled([...inFlight]);
         if (settings.dispatcher === undefined) await base.close();
       })();

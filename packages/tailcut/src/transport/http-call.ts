@@ -82,20 +82,25 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     ctx.onCancel(attempt);
     const opts = this.opts;
     const target = ctx.origin ?? this.origin;
-    const headers = this.headersFor(target, ctx.replica);
-    const body = (this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
-    // An attempt that carries a replica's credentials follows no redirect below tailcut (an
-    // inner redirect interceptor would send them to the Location's origin): the 3xx goes to the
-    // caller, and whatever follows it outside tailcut sends the caller's own headers.
-    const credentialed = this.route.settings.replicaHeaderNames.length > 0;
+    const shapes = this.plan.shapes;
+    const rewritten = shapes?.body(ctx.replica);
+    const headers = this.headersFor(target, ctx.replica, rewritten !== undefined);
+    const body = (rewritten ?? this.plan.body.next() ?? null) as Dispatcher.DispatchOptions['body'];
+    const path = shapes === undefined ? opts.path : shapes.path(ctx.replica);
+    // An attempt that carries a replica's credentials or shape follows no redirect below
+    // tailcut (an inner redirect interceptor would send them to the Location's origin): the 3xx
+    // goes to the caller, and whatever follows it outside tailcut sends the caller's own headers.
+    const { credentialNames, reshapes } = this.route.settings;
+    const own = credentialNames.length > 0 || reshapes;
+    attempt.dropLocation = own && target !== this.origin;
     if (trace === undefined) {
       const unchanged =
         target === this.origin &&
         headers === (opts.headers ?? null) &&
         body === (opts.body ?? null) &&
-        !credentialed;
+        !own;
       this.dispatch(
-        unchanged ? opts : withAttempt(opts, target, headers, body, credentialed),
+        unchanged ? opts : withAttempt(opts, { origin: target, path, headers, body }, own),
         attempt,
       );
       return;
@@ -105,7 +110,10 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     const carrier = toHeaderRecord(headers);
     propagation.inject(trace as Context, carrier);
     context.with(trace as Context, () =>
-      this.dispatch(withAttempt(opts, target, carrier, body, credentialed), attempt),
+      this.dispatch(
+        withAttempt(opts, { origin: target, path, headers: carrier, body }, own),
+        attempt,
+      ),
     );
   }
 
@@ -117,6 +125,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   private settle(outcome: RaceOutcome<AttemptHandler>): void {
     const { handler, controller, call } = this;
     this.plan.body.release();
+    this.plan.shapes?.release();
     if ('error' in outcome) {
       call.end(undefined, { error: outcome.error });
       handler.onResponseError?.(controller, outcome.error as Error);
@@ -154,13 +163,23 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     return this.headers;
   }
 
-  /** The headers of an attempt to `target` (replica `replica`): the caller's own where nothing changes. */
-  private headersFor(target: string, replica: number): DispatchHeaders | null {
-    const { replicaHeaders, replicaHeaderNames } = this.route.settings;
+  /**
+   * The headers of an attempt to `target` (replica `replica`): the caller's own where nothing
+   * changes. On a route where some replica has headers, the caller's credentials go only to the
+   * replica the request was sent to, and only if it has no headers of its own.
+   */
+  private headersFor(
+    target: string,
+    replica: number,
+    bodyRewritten: boolean,
+  ): DispatchHeaders | null {
+    const { replicas, credentialNames } = this.route.settings;
     const same = target === this.origin;
-    if (replicaHeaderNames.length > 0) {
-      const own = replica >= 0 ? replicaHeaders[replica] : undefined;
-      return attemptHeaders(this.callHeaders(), same, replicaHeaderNames, own);
+    const own = replica >= 0 ? replicas[replica]?.headers : undefined;
+    if (credentialNames.length > 0 || bodyRewritten) {
+      const keeps = same && own === undefined;
+      const strip = keeps ? [] : credentialNames;
+      return attemptHeaders(this.callHeaders(), same, strip, own, bodyRewritten);
     }
     const adds = this.plan.needsIdempotencyKey || this.plan.body.contentType !== undefined;
     if (same) return adds ? this.callHeaders() : (this.opts.headers ?? null);
@@ -169,19 +188,26 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   }
 }
 
+/** What an attempt changes of the caller's request. */
+interface AttemptTarget {
+  origin: string;
+  path: string;
+  headers: DispatchHeaders | null;
+  body: Dispatcher.DispatchOptions['body'];
+}
+
 /** The dispatch options of one attempt. */
 function withAttempt(
   opts: Dispatcher.DispatchOptions,
-  origin: string,
-  headers: DispatchHeaders | null,
-  body: Dispatcher.DispatchOptions['body'],
+  to: AttemptTarget,
   noRedirects: boolean,
 ): Dispatcher.DispatchOptions {
   const out: Dispatcher.DispatchOptions & { maxRedirections?: number } = {
     ...opts,
-    origin,
-    headers,
-    body: body ?? null,
+    origin: to.origin,
+    path: to.path,
+    headers: to.headers,
+    body: to.body ?? null,
   };
   if (noRedirects) out.maxRedirections = 0;
   return out;

@@ -5,19 +5,23 @@ import { CallController } from './call-controller.js';
 import { HttpCall, IdempotencyKeys } from './http-call.js';
 import { OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall } from './plan.js';
+import type { ConnectionWarmer } from './warm.js';
 
 /**
  * The undici interceptor over a client's engine: a routed request becomes an {@link HttpCall}
- * whose caller sees one response, the winner's; everything else passes through untouched.
+ * whose caller sees one response, the winner's; everything else passes through untouched. With a
+ * `warmer`, each dispatcher it is composed onto keeps its replica connections open.
  */
 export function createInterceptor(
   hedger: Hedger,
   limits: BufferLimits,
+  warmer?: ConnectionWarmer,
 ): Dispatcher.DispatcherComposeInterceptor {
   const origins = new OriginCache();
   const keys = new IdempotencyKeys();
-  return (dispatch) =>
-    function hedgeDispatch(opts, handler) {
+  return (dispatch) => {
+    warmer?.start(dispatch);
+    return function hedgeDispatch(opts, handler) {
       if (opts.upgrade || opts.method === 'CONNECT' || opts.origin === undefined) {
         return dispatch(opts, handler);
       }
@@ -52,7 +56,7 @@ export function createInterceptor(
         ).start();
       };
       try {
-        const plan = planCall(route, method, opts.body, limits, controller);
+        const plan = planCall(route, method, opts.path, opts.body, limits, controller);
         if (plan instanceof Promise) {
           controller.onEarlyAbort = () =>
             handler.onResponseError?.(controller, controller.reason as Error);
@@ -69,4 +73,5 @@ export function createInterceptor(
       }
       return true;
     };
+  };
 }
