@@ -73,7 +73,9 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   private local: BudgetPort | undefined;
   private localReason: string | undefined;
   private mode: FleetMode = 'shared';
-  private inflight: { at: number } | undefined;
+  private inflight: { at: number; done: Promise<void> } | undefined;
+  /** Set when `close()` is first called. */
+  private stopping = false;
   private syncTimer: NodeJS.Timeout | undefined;
   private publishTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
@@ -183,7 +185,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   }
 
   observe(route: string, ms: number): void {
-    if (this.s.warmStart && this.closing === undefined) this.histograms.record(route, ms);
+    if (this.s.warmStart && !this.stopping) this.histograms.record(route, ms);
   }
 
   stats(): FleetBudgetStats {
@@ -209,14 +211,17 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.shutdown();
+    if (this.closing === undefined) {
+      this.stopping = true;
+      this.closing = this.shutdown();
+    }
     return this.closing;
   }
 
   // ---- the background side ----
 
   private scheduleSync(): void {
-    if (this.closing) return;
+    if (this.stopping) return;
     const jitter = this.s.syncMs * (0.9 + 0.2 * Math.random());
     this.syncTimer = setTimeout(() => {
       this.scheduleSync();
@@ -226,7 +231,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   }
 
   private schedulePublish(): void {
-    if (this.closing) return;
+    if (this.stopping) return;
     this.publishTimer = setTimeout(() => {
       this.schedulePublish();
       void this.publish();
@@ -244,7 +249,8 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       if (t - inflight.at < this.s.ttlMs) return;
       this.inflight = undefined; // abandoned: a client that never answers must not stop the syncs
     }
-    const mine = { at: t };
+    let settled = () => {};
+    const mine = { at: t, done: new Promise<void>((resolve) => (settled = resolve)) };
     this.inflight = mine;
     const { deltas, giveBack } = this.ledger.send(t);
     const args = [
@@ -260,7 +266,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       String(giveBack?.slice ?? -1),
       String(giveBack?.amount ?? 0),
       String(this.ledger.ownCalls(t)),
-      this.closing === undefined ? '1' : '0',
+      this.stopping ? '0' : '1',
     ];
     try {
       const reply = await within(
@@ -270,14 +276,15 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       if (this.inflight !== mine) return;
       this.ledger.accept(parseView(reply));
       this.syncs++;
-      this.goShared();
+      if (!this.stopping) this.goShared();
     } catch (error) {
       if (this.inflight !== mine) return;
       this.ledger.requeue(deltas, now());
       this.syncFailures++;
-      this.goLocal(String((error as Error)?.message ?? error));
+      if (!this.stopping) this.goLocal(String((error as Error)?.message ?? error));
     } finally {
       if (this.inflight === mine) this.inflight = undefined;
+      settled();
     }
   }
 
@@ -354,6 +361,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     clearTimeout(this.syncTimer);
     clearTimeout(this.publishTimer);
     if (this.s.warmStart) await this.publish();
+    if (this.inflight) await within(this.inflight.done, this.s.timeoutMs).catch(() => {});
     if (this.mode === 'shared') await this.sync(); // gives back the lease, takes none
     this.histograms.clear();
     for (const h of this.fleet?.values() ?? []) h.destroy();

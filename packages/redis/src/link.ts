@@ -47,15 +47,17 @@ function linkOver(
 
 /** A link over a client the user passed (node-redis: `sendCommand`; ioredis: `call`). */
 export function borrowedLink(client: RedisClientLike): RedisLink {
-  if ('sendCommand' in client && typeof client.sendCommand === 'function') {
+  // ioredis has both `call` and a `sendCommand` of its own (taking a Command object): `call` first.
+  if ('call' in client && typeof client.call === 'function') {
+    const c = client as { call(command: string, ...args: string[]): Promise<unknown> };
     return linkOver(
-      (args) => client.sendCommand(args),
+      ([command, ...rest]) => c.call(command as string, ...rest),
       async () => {},
     );
   }
-  const c = client as { call(command: string, ...args: string[]): Promise<unknown> };
+  const c = client as { sendCommand(args: readonly string[]): Promise<unknown> };
   return linkOver(
-    ([command, ...rest]) => c.call(command as string, ...rest),
+    (args) => c.sendCommand(args),
     async () => {},
   );
 }
