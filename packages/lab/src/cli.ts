@@ -6,6 +6,8 @@ import { writeBenchmarks } from './bench/benchmarks.js';
 import { measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
+import { measureFleetCost } from './fleet-budget/cost.js';
+import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
@@ -26,6 +28,13 @@ commands:
   inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
              Anthropic-style streaming fleets with early events and TTFT stalls,
              and the budget when the fleet answers 429 to 30% of calls
+  fleet-budget  N instances (child processes) side by side, a budget each vs one fleet budget in
+             Redis (needs Debian's redis-server; the lab starts it on a free loopback port):
+             hedges against the fleet bound, extra load, tail, Redis killed and restarted,
+             and a new instance's warm start. About 40 s.
+             --instances N (6)  --rate N (20/s each)  --seconds S (12)  --kill-at S  --restart-at S
+  fleet-cost    CPU per call added by the fleet budget and Redis operations per second per instance
+             [--rate N (2000)]  [--seconds S (5)]  [--instances N (4)]
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
@@ -48,6 +57,9 @@ const { values, positionals } = parseArgs({
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
+    instances: { type: 'string' },
+    'kill-at': { type: 'string' },
+    'restart-at': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -172,6 +184,30 @@ if (values.help || command === undefined || command === 'help') {
 } else if (command === 'overhead') {
   for (const r of await measureOverhead({ log: (l) => console.error(l) }))
     console.log(JSON.stringify(r));
+} else if (command === 'fleet-budget') {
+  const at = (name: 'kill-at' | 'restart-at') =>
+    values[name] === undefined ? undefined : number(name, values[name], 0);
+  const report = await runFleetBudget({
+    instances: number('instances', values.instances, 6),
+    rate: number('rate', values.rate, 20),
+    seconds: number('seconds', values.seconds, 12),
+    killAt: at('kill-at'),
+    restartAt: at('restart-at'),
+    log: (l) => console.error(l),
+  });
+  console.log(fleetBudgetTable(report));
+} else if (command === 'fleet-cost') {
+  console.log(
+    JSON.stringify(
+      await measureFleetCost({
+        rate: number('rate', values.rate, 2_000),
+        seconds: number('seconds', values.seconds, 5),
+        instances: number('instances', values.instances, 4),
+      }),
+      null,
+      2,
+    ),
+  );
 } else {
   fail(`unknown command ${JSON.stringify(command)}`);
 }

@@ -9,10 +9,10 @@ import { createClient } from 'redis';
 import { createBudget, createHedgedFetch, isTailcutError } from 'tailcut';
 import { BUDGET_PORT } from 'tailcut/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../lab/src/fleet-budget/redis-server.js';
 import { waitFor } from '../../tailcut/test/support/wait.js';
 import { createFleetBudget, type FleetBudget, type FleetMode } from '../src/index.js';
 import { drive, worstExcess } from './support/load.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
 
 let redis: TestRedis;
 beforeAll(async () => {

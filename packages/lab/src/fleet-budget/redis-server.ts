@@ -1,13 +1,13 @@
 /**
- * A real `redis-server` (Debian's package) for the tests: on a free loopback port, no
- * persistence, started and killed by the test. `restart()` brings it back on the same port with
- * its state lost, as a crashed Redis without persistence comes back.
+ * A real `redis-server` (Debian's package) for the lab and the tests: on a free loopback port,
+ * no persistence, started and killed by its owner. `restart()` brings it back on the same port
+ * with its state lost, as a crashed Redis without persistence comes back.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
-import { waitFor } from '../../../tailcut/test/support/wait.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-/** A running test Redis. */
+/** A running Redis of the lab's. */
 export interface TestRedis {
   port: number;
   url: string;
@@ -51,14 +51,28 @@ export async function startRedis(): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const launch = async () => {
-    child = spawn(
+    const c = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
-    await waitFor(async () => (await send(port, 'PING')).startsWith('+PONG'), {
-      message: `redis-server on port ${port} to answer PING`,
+    let failed: Error | undefined;
+    c.on('error', (error) => {
+      failed = error;
     });
+    child = c;
+    const deadline = performance.now() + 10_000;
+    for (;;) {
+      const pong = await send(port, 'PING').catch(() => '');
+      if (pong.startsWith('+PONG')) return;
+      if (failed || c.exitCode !== null || performance.now() > deadline) {
+        throw new Error(
+          `redis-server on port ${port} did not answer PING (is Debian's redis-server installed?)`,
+          { cause: failed },
+        );
+      }
+      await sleep(10);
+    }
   };
   await launch();
   return {
