@@ -34,7 +34,7 @@ commands:
              and a new instance's warm start. About 40 s.
              --instances N (6)  --rate N (20/s each)  --seconds S (12)  --kill-at S  --restart-at S
   fleet-cost    CPU per call added by the fleet budget and Redis operations per second per instance
-             [--rate N (2000)]  [--seconds S (5)]  [--instances N (4)]
+             [--rate N (2000)]  [--seconds S (5)]  [--instances N (10)]
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
@@ -202,7 +202,7 @@ if (values.help || command === undefined || command === 'help') {
       await measureFleetCost({
         rate: number('rate', values.rate, 2_000),
         seconds: number('seconds', values.seconds, 5),
-        instances: number('instances', values.instances, 4),
+        instances: number('instances', values.instances, 10),
       }),
       null,
       2,

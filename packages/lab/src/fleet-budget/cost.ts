@@ -13,9 +13,9 @@ export interface FleetCost {
   cpuUsPerCallFleet: number;
   rate: number;
   seconds: number;
-  /** Process CPU per second while one fleet budget syncs in the background with no calls, minus none, µs. */
+  /** Process CPU per second per instance syncing in the background with no calls (`instances` at once, less the idle process), µs. */
   backgroundCpuUsPerSecond: number;
-  /** Per instance: round trips (script calls) per second and commands per second inside Redis. */
+  /** Per instance, with `instances` syncing at once: round trips (scripts) and commands per second in Redis. */
   roundTripsPerSecond: number;
   commandsPerSecond: number;
   instances: number;
@@ -76,7 +76,7 @@ export async function measureFleetCost(
 ): Promise<FleetCost> {
   const rate = o.rate ?? 2_000;
   const seconds = o.seconds ?? 5;
-  const instances = o.instances ?? 4;
+  const instances = o.instances ?? 10;
   const syncMs = o.syncMs ?? 200;
   const redis = await startRedis();
   const budgets: FleetBudget[] = [];
@@ -92,6 +92,8 @@ export async function measureFleetCost(
     const hotPathNsFleet = hotPath(port, 1_000_000);
     const cpuUsPerCallLocal = await cpuPerCall(local, rate, seconds);
     const cpuUsPerCallFleet = await cpuPerCall(port, rate, seconds);
+    await fleet.close();
+    budgets.length = 0;
     const idle = async () => {
       const before = process.cpuUsage();
       const t = performance.now();
@@ -99,14 +101,12 @@ export async function measureFleetCost(
       const cpu = process.cpuUsage(before);
       return (cpu.user + cpu.system) / ((performance.now() - t) / 1000);
     };
-    const withSyncs = await idle();
-    await fleet.close();
-    const without = await idle();
-    budgets.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const baseline = await idle();
     for (let i = 0; i < instances; i++) budgets.push(await createFleetBudget(options));
     await redis.command('CONFIG RESETSTAT');
     const t0 = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    const withSyncs = await idle();
     const info = await redis.command('INFO commandstats');
     const elapsed = (performance.now() - t0) / 1000;
     const scripts = stat(info, 'evalsha') + stat(info, 'eval');
@@ -115,7 +115,7 @@ export async function measureFleetCost(
       hotPathNsFleet,
       cpuUsPerCallLocal,
       cpuUsPerCallFleet,
-      backgroundCpuUsPerSecond: withSyncs - without,
+      backgroundCpuUsPerSecond: (withSyncs - baseline) / instances,
       rate,
       seconds,
       roundTripsPerSecond: scripts / instances / elapsed,
