@@ -26,7 +26,7 @@ describe('fleet budget across processes', () => {
     if (local === undefined || fleet === undefined) throw new Error('two runs expected');
     // Per-instance budgets: N floors, well over the fleet's bound.
     expect(local.hedges).toBeGreaterThan(local.runBound);
-    expect(local.worstExcess).toBeGreaterThan(tolerance(instances, 80));
+    expect(local.hedges).toBeGreaterThan(1.5 * fleet.hedges);
     // The fleet budget: within the bound over the run; windows touching the outage may spend one
     // more floor (each instance its share while local, and Redis restarted empty); a ttl after the
     // restart, within the bound again.
