@@ -76,12 +76,23 @@ export function ownLink(url: string, timeoutMs: number): RedisLink {
       reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000),
     },
   });
-  client.on('error', () => {});
+  // The last connection error names the cause ("ECONNREFUSED", "ENOTFOUND") better than the
+  // command's own "The client is offline".
+  let lastError: Error | undefined;
+  client.on('error', (error: Error) => {
+    lastError = error;
+  });
+  client.on('ready', () => {
+    lastError = undefined;
+  });
   const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
   client.connect().catch(() => {});
   let closed: Promise<void> | undefined;
   return linkOver(
-    (args) => client.sendCommand(args as string[]),
+    (args) =>
+      client.isReady || lastError === undefined
+        ? client.sendCommand(args as string[])
+        : Promise.reject(new Error(`not connected: ${lastError.message}`, { cause: lastError })),
     () => {
       closed ??= client.isOpen
         ? client.close().catch(() => client.destroy())
