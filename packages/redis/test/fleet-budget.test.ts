@@ -119,6 +119,37 @@ describe('createFleetBudget', () => {
     await Promise.all(fleet.map((b) => b.close()));
   });
 
+  it('goes local when Redis hangs (no answer within timeoutMs), without slowing a call, and back when it answers', async () => {
+    const modes: FleetMode[] = [];
+    const budget = await createFleetBudget({
+      url: redis.url,
+      name: 'hang',
+      timeoutMs: 300,
+      syncMs: 100,
+      onModeChange: (m: FleetMode) => modes.push(m),
+    });
+    const port = budget[BUDGET_PORT];
+    redis.pause();
+    try {
+      await waitFor(() => budget.stats().mode === 'local', { message: 'local mode' });
+      // The port is synchronous: these calls cannot wait on the hung Redis, and they still decide.
+      let granted = 0;
+      for (let i = 0; i < 100; i++) {
+        port.deposit();
+        if (port.acquire() === 'granted') {
+          granted++;
+          port.release();
+        }
+      }
+      expect(granted).toBeGreaterThan(0);
+    } finally {
+      redis.resume();
+    }
+    await waitFor(() => budget.stats().mode === 'shared', { message: 'shared again' });
+    expect(modes).toEqual(['local', 'shared']);
+    await budget.close();
+  });
+
   it('starts in local mode, with the whole floor, when Redis never answers', async () => {
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);

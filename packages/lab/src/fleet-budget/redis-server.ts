@@ -13,6 +13,10 @@ export interface TestRedis {
   url: string;
   /** Kills the server (SIGKILL) and waits for it to exit. */
   kill(): Promise<void>;
+  /** Stops the process (SIGSTOP): connections stay open, nothing answers (a Redis that hangs). */
+  pause(): void;
+  /** Lets a paused process go on (SIGCONT). */
+  resume(): void;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
   /** Sends one inline command and returns the raw reply (for INFO and the like). */
@@ -85,6 +89,8 @@ export async function startRedis(): Promise<TestRedis> {
       c.kill('SIGKILL');
       await exited;
     },
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
     restart: launch,
     command: (line) => send(port, line),
   };
