@@ -14,7 +14,7 @@ import { luaScript } from './link.js';
  * ARGV: base key, instance, slice ms, slices, reserve, deposits, calls, hedges, penalties,
  * previous lease slice, previous lease, this instance's calls in the window, '1' to take a lease
  * ('0' when closing).
- * Returns: deposits, calls, hedges and leases, hedges sent, penalties, instances, lease, slice, Redis time (ms).
+ * Returns: deposits, calls, hedges sent, penalties, instances, the lease and its slice.
  */
 export const SYNC_SCRIPT = luaScript(`
 local base = ARGV[1]
@@ -57,7 +57,7 @@ if c > 0 then share = math.min(1, tonumber(ARGV[12]) / c) end
 local grant = 0
 if balance > 0 and ARGV[13] == '1' then grant = math.floor(balance * share) end
 if grant > 0 then redis.call('HINCRBY', key, 'h', grant) end
-return {d, c, h, x, p, n, grant, cur, now}
+return {d, c, x, p, n, grant, cur}
 `);
 
 /** What a sync sends: amounts in millionths (of a token, or of a call's cost). */
@@ -72,26 +72,19 @@ export interface SyncDeltas {
 export interface FleetView {
   deposits: number;
   calls: number;
-  /** Hedges sent and leases outstanding. */
-  reserved: number;
   hedges: number;
   penalties: number;
   instances: number;
   lease: number;
   leaseSlice: number;
-  /** Redis time of the sync, ms. */
-  at: number;
 }
 
 /** Reads the script's reply. */
 export function parseView(reply: unknown): FleetView {
-  if (!Array.isArray(reply) || reply.length !== 9) {
+  if (!Array.isArray(reply) || reply.length !== 7) {
     throw new Error(`unexpected reply from the sync script: ${String(reply)}`);
   }
-  const n = reply.map(Number);
-  const [deposits, calls, reserved, hedges, penalties, instances, lease, leaseSlice, at] = n as [
-    number,
-    number,
+  const [deposits, calls, hedges, penalties, instances, lease, leaseSlice] = reply.map(Number) as [
     number,
     number,
     number,
@@ -100,5 +93,5 @@ export function parseView(reply: unknown): FleetView {
     number,
     number,
   ];
-  return { deposits, calls, reserved, hedges, penalties, instances, lease, leaseSlice, at };
+  return { deposits, calls, hedges, penalties, instances, lease, leaseSlice };
 }

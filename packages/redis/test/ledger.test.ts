@@ -8,13 +8,11 @@ function view(over: Partial<FleetView>): FleetView {
   return {
     deposits: 0,
     calls: 0,
-    reserved: 0,
     hedges: 0,
     penalties: 0,
     instances: 1,
     lease: 0,
     leaseSlice: 0,
-    at: 0,
     ...over,
   };
 }
