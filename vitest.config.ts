@@ -19,6 +19,13 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'redis',
+          include: ['packages/redis/test/**/*.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/**/*.test.ts'],
           testTimeout: 30_000,

@@ -7,6 +7,8 @@ import { measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
 import { measureWarmConnections } from './bench/warm.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
+import { measureFleetCost } from './fleet-budget/cost.js';
+import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
@@ -29,6 +31,13 @@ commands:
              and the budget when the fleet answers 429 to 30% of calls
   warm       warm against cold connections over TLS, side by side: hedge win rate and TTFT
              [--rate N]  [--seconds S]  [--rtt MS]  [--keepalive MS]
+  fleet-budget  N instances (child processes) side by side, a budget each vs one fleet budget in
+             Redis (needs Debian's redis-server; the lab starts it on a free loopback port):
+             hedges against the fleet bound, extra load, tail, Redis killed and restarted,
+             and a new instance's warm start. About 40 s.
+             --instances N (6)  --rate N (20/s each)  --seconds S (12)  --kill-at S  --restart-at S
+  fleet-cost    CPU per call added by the fleet budget and Redis operations per second per instance
+             [--rate N (2000)]  [--seconds S (5)]  [--instances N (10)]
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
@@ -53,6 +62,9 @@ const { values, positionals } = parseArgs({
     quick: { type: 'boolean', default: false },
     rtt: { type: 'string' },
     keepalive: { type: 'string' },
+    instances: { type: 'string' },
+    'kill-at': { type: 'string' },
+    'restart-at': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -188,6 +200,30 @@ if (values.help || command === undefined || command === 'help') {
 } else if (command === 'overhead') {
   for (const r of await measureOverhead({ log: (l) => console.error(l) }))
     console.log(JSON.stringify(r));
+} else if (command === 'fleet-budget') {
+  const at = (name: 'kill-at' | 'restart-at') =>
+    values[name] === undefined ? undefined : number(name, values[name], 0);
+  const report = await runFleetBudget({
+    instances: number('instances', values.instances, 6),
+    rate: number('rate', values.rate, 20),
+    seconds: number('seconds', values.seconds, 12),
+    killAt: at('kill-at'),
+    restartAt: at('restart-at'),
+    log: (l) => console.error(l),
+  });
+  console.log(fleetBudgetTable(report));
+} else if (command === 'fleet-cost') {
+  console.log(
+    JSON.stringify(
+      await measureFleetCost({
+        rate: number('rate', values.rate, 2_000),
+        seconds: number('seconds', values.seconds, 5),
+        instances: number('instances', values.instances, 10),
+      }),
+      null,
+      2,
+    ),
+  );
 } else {
   fail(`unknown command ${JSON.stringify(command)}`);
 }

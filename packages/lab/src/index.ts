@@ -3,6 +3,16 @@ export { writeBenchmarks } from './bench/benchmarks.js';
 export { measureOverhead, type OverheadRow } from './bench/overhead.js';
 export { type Fleet, type FleetStats, startFleet } from './fleet/fleet.js';
 export { D2, D3, drawLatency, type Profile } from './fleet/profile.js';
+export { type FleetCost, measureFleetCost } from './fleet-budget/cost.js';
+export { startRedis, type TestRedis } from './fleet-budget/redis-server.js';
+export {
+  type BudgetRun,
+  type FleetBudgetLabOptions,
+  type FleetBudgetReport,
+  fleetBudgetTable,
+  runFleetBudget,
+  type WarmStartRun,
+} from './fleet-budget/run.js';
 export { type LoadOptions, type LoadResult, openLoop } from './load/open-loop.js';
 export { htmlReport, percentilePlot } from './report/html.js';
 export { type Row, summarize, table } from './report/summary.js';

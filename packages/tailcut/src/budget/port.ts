@@ -48,6 +48,27 @@ export interface BudgetPort {
   /** The weight of a call (1 when the budget does not weigh calls). */
   costOf(request: KeyRequest): number;
   stats(): BudgetStats;
+  /**
+   * Optional, for budgets that share more than tokens (a fleet-wide budget): called once by each
+   * client that takes this budget, with its routes, so that the budget can seed their delays.
+   */
+  attach?(routes: readonly RouteTap[]): void;
+  /**
+   * Optional: a primary attempt of route `route` ended after `ms`, at the commit point or lost to
+   * a hedge (the latencies a route's delay is learned from; fast failures are not reported).
+   */
+  observe?(route: string, ms: number): void;
+}
+
+/** A client's route as a budget sees it through {@link BudgetPort.attach}. */
+export interface RouteTap {
+  /** The route's name. */
+  readonly name: string;
+  /**
+   * Adds latencies (ms) to the route's delay estimator as if observed now: a warm start from
+   * latencies seen elsewhere. They leave the window as any other value does.
+   */
+  seed(samplesMs: readonly number[]): void;
 }
 
 /**

@@ -109,6 +109,12 @@ export class Call<T extends Answer> implements RaceSpec<T> {
     const seconds = (this.clock.now() - ctx.startedAt) / 1000;
     this.listener.attemptEnded(ctx, outcome, seconds, { status: result?.status, error });
     if (outcome === 'won' || outcome === 'failed') this.route.picker.outcome(ctx.replica, outcome);
+    if (
+      ctx.kind === 'primary' &&
+      (outcome === 'won' || outcome === 'lost' || result !== undefined)
+    ) {
+      this.budget.observe?.(this.route.settings.name, seconds * 1000);
+    }
     if (outcome === 'failed') onOverload(this.route, this.budget, ctx.replica, result, error);
   }
 

@@ -65,6 +65,12 @@ export class Hedger implements CallHost {
     this.budget = isHedgeBudget(settings.budget)
       ? settings.budget[BUDGET_PORT]
       : new TokenBudget(settings.budget, clock);
+    this.budget.attach?.(
+      this.routes.map((route) => ({
+        name: route.settings.name,
+        seed: (samplesMs: readonly number[]) => route.seed(samplesMs),
+      })),
+    );
     this.listener = listen?.(this);
   }
 

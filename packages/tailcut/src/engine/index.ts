@@ -3,7 +3,13 @@
  * policy, route state, validated settings, the clocks and the budget port. Less stable than the
  * main entry point.
  */
-export { BUDGET_PORT, type BudgetPort, type HedgeGrant, isHedgeBudget } from '../budget/port.js';
+export {
+  BUDGET_PORT,
+  type BudgetPort,
+  type HedgeGrant,
+  isHedgeBudget,
+  type RouteTap,
+} from '../budget/port.js';
 export { type Clock, realClock, type TimerHandle, VirtualClock } from '../clock.js';
 export {
   type ClientSettings,

@@ -82,6 +82,11 @@ export class RouteState {
     return this.keyed.size;
   }
 
+  /** Adds latencies (ms) to the route's own delay estimator, as if observed now (a warm start). */
+  seed(samplesMs: readonly number[]): void {
+    for (const ms of samplesMs) this.estimator.record(ms);
+  }
+
   /** Records a finished call's end-to-end duration; true when it was slower than the SLO. */
   recordCall(ms: number): boolean {
     this.tail.record(ms);

@@ -1,0 +1,401 @@
+import { randomBytes } from 'node:crypto';
+import { type BudgetStats, createBudget, type HedgeBudget, type KeyRequest } from 'tailcut';
+import { BUDGET_PORT, type BudgetPort, type HedgeGrant, type RouteTap } from 'tailcut/engine';
+import { PUBLISH_SCRIPT, READ_SCRIPT } from './histogram-scripts.js';
+import { encodeSnapshot, mergeSnapshots, RouteHistograms, seedSamples } from './histograms.js';
+import { baseKey, histogramKey } from './keys.js';
+import { Ledger, SLICES, UNIT } from './ledger.js';
+import { borrowedLink, ownLink, type RedisLink } from './link.js';
+import {
+  type FleetBudgetOptions,
+  type FleetMode,
+  type FleetSettings,
+  validateFleetOptions,
+} from './options.js';
+import { parseView, SYNC_SCRIPT } from './sync-script.js';
+import { type FleetTelemetry, fleetTelemetry } from './telemetry.js';
+
+/** A fleet budget's figures: this instance's, and the fleet's window as of the last sync. */
+export interface FleetBudgetStats extends BudgetStats {
+  /** `shared`: deciding against a lease from Redis; `local`: on a local budget with this instance's share of the floor. */
+  mode: FleetMode;
+  /** Why the instance is in local mode (the last sync error), or undefined. */
+  localReason: string | undefined;
+  /** Instances seen in Redis over the last window. */
+  instances: number;
+  /** The fleet's calls over the window (in cost units). */
+  fleetCalls: number;
+  /** The fleet's hedges sent over the window (in cost units). */
+  fleetHedges: number;
+  /** This instance's share of the fleet's calls (of the floor, in local mode). */
+  share: number;
+  /** Syncs that succeeded and failed since creation. */
+  syncs: number;
+  syncFailures: number;
+  /** Routes whose delays were seeded from the fleet's histograms. */
+  warmRoutes: number;
+}
+
+/** A hedge budget shared by every instance of a fleet through Redis. Pass it as tailcut's `budget`. */
+export interface FleetBudget extends HedgeBudget {
+  /** This instance's id in Redis (random, per budget). */
+  readonly instance: string;
+  stats(): FleetBudgetStats;
+  /**
+   * Gives back this instance's unused lease, publishes its histograms (both within `timeoutMs`),
+   * stops syncing and closes the connection the budget opened. Idempotent. A client still using
+   * the budget afterwards keeps working on a local budget with this instance's last share.
+   */
+  close(): Promise<void>;
+}
+
+const now = () => performance.now();
+
+/** Waits for `promise` at most `ms`; rejects with a timeout error after. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+class RedisFleetBudget implements BudgetPort, FleetBudget {
+  readonly instance = randomBytes(8).toString('hex');
+  private readonly s: FleetSettings;
+  private readonly link: RedisLink;
+  private readonly base: string;
+  private readonly ledger: Ledger;
+  private readonly reserve: number;
+  private readonly histograms = new RouteHistograms();
+  private readonly routeNumbers = new Map<string, number>();
+  private readonly telemetry: FleetTelemetry;
+  private local: BudgetPort | undefined;
+  private localReason: string | undefined;
+  private mode: FleetMode = 'shared';
+  private inflight: { at: number; done: Promise<void> } | undefined;
+  /** Set when `close()` is first called. */
+  private stopping = false;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private publishTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  private fleet: Map<string, import('hdr-histogram-js').Histogram> | undefined;
+  private inFlight = 0;
+  private granted = 0;
+  private deniedBudget = 0;
+  private deniedConcurrency = 0;
+  private penalties = 0;
+  private syncs = 0;
+  private syncFailures = 0;
+  private warmRoutes = 0;
+
+  constructor(settings: FleetSettings) {
+    this.s = settings;
+    this.link = settings.client
+      ? borrowedLink(settings.client)
+      : ownLink(settings.url as string, settings.timeoutMs);
+    this.base = baseKey(settings.prefix, settings.name);
+    this.ledger = new Ledger(settings, now());
+    this.reserve = Math.round(settings.minPerSecond * (settings.ttlMs / 1000) * UNIT);
+    this.telemetry = fleetTelemetry(settings.name, () => this.stats(), settings.meterProvider);
+  }
+
+  get [BUDGET_PORT](): BudgetPort {
+    return this;
+  }
+
+  /** First sync and, with warm start, the fleet's histograms, each within `timeoutMs`; then the loops. */
+  async start(): Promise<void> {
+    await within(this.link.ready, this.s.timeoutMs).catch(() => {});
+    await Promise.all([this.sync(), this.s.warmStart ? this.loadFleet() : undefined]);
+    this.scheduleSync();
+    if (this.s.warmStart) this.schedulePublish();
+  }
+
+  // ---- the engine's side (synchronous, never waits on Redis) ----
+
+  deposit(cost = 1): void {
+    this.ledger.deposit(cost, now());
+    this.local?.deposit(cost);
+  }
+
+  acquire(cost = 1): HedgeGrant {
+    if (this.inFlight >= this.s.maxConcurrentHedges) {
+      this.deniedConcurrency++;
+      return 'denied_concurrency';
+    }
+    const amount = Math.round(cost * UNIT);
+    const t = now();
+    const ok = this.local ? this.local.acquire(cost) === 'granted' : this.ledger.affords(amount, t);
+    if (!ok) {
+      this.deniedBudget++;
+      return 'denied_budget';
+    }
+    this.ledger.spend(amount, t);
+    this.inFlight++;
+    this.granted++;
+    return 'granted';
+  }
+
+  release(): void {
+    if (this.inFlight > 0) this.inFlight--;
+    this.local?.release();
+  }
+
+  refund(cost = 1): void {
+    this.ledger.spend(-Math.round(cost * UNIT), now());
+    this.local?.refund(cost);
+    if (this.granted > 0) this.granted--;
+  }
+
+  penalize(): void {
+    this.ledger.penalize();
+    this.local?.penalize();
+    this.penalties++;
+  }
+
+  affordableShare(): number {
+    if (this.local) return this.local.affordableShare();
+    const v = this.ledger.view;
+    if (v === undefined || v.calls <= 0) return Number.POSITIVE_INFINITY;
+    return Math.max(0, v.deposits + this.reserve - v.penalties) / v.calls;
+  }
+
+  get weighted(): boolean {
+    return this.s.cost !== undefined;
+  }
+
+  costOf(request: KeyRequest): number {
+    if (this.s.cost === undefined) return 1;
+    try {
+      const c = this.s.cost(request);
+      return Number.isFinite(c) && c >= 0 ? c : 1;
+    } catch {
+      return 1;
+    }
+  }
+
+  attach(routes: readonly RouteTap[]): void {
+    for (const route of routes) {
+      const h = this.fleet?.get(route.name);
+      if (h === undefined || h.totalCount === 0) continue;
+      route.seed(seedSamples(h));
+      this.warmRoutes++;
+    }
+  }
+
+  observe(route: string, ms: number): void {
+    if (this.s.warmStart && !this.stopping) this.histograms.record(route, ms);
+  }
+
+  stats(): FleetBudgetStats {
+    const v = this.ledger.view;
+    const local = this.local?.stats();
+    return {
+      tokens: local ? local.tokens : Math.max(0, Math.floor(this.ledger.available() / UNIT)),
+      inFlightHedges: this.inFlight,
+      granted: this.granted,
+      deniedBudget: this.deniedBudget,
+      deniedConcurrency: this.deniedConcurrency,
+      penalties: this.penalties,
+      mode: this.mode,
+      localReason: this.localReason,
+      instances: v?.instances ?? 1,
+      fleetCalls: (v?.calls ?? 0) / UNIT,
+      fleetHedges: (v?.hedges ?? 0) / UNIT,
+      share: this.ledger.share(),
+      syncs: this.syncs,
+      syncFailures: this.syncFailures,
+      warmRoutes: this.warmRoutes,
+    };
+  }
+
+  close(): Promise<void> {
+    if (this.closing === undefined) {
+      this.stopping = true;
+      this.closing = this.shutdown();
+    }
+    return this.closing;
+  }
+
+  // ---- the background side ----
+
+  private scheduleSync(): void {
+    if (this.stopping) return;
+    const jitter = this.s.syncMs * (0.9 + 0.2 * Math.random());
+    this.syncTimer = setTimeout(() => {
+      this.scheduleSync();
+      void this.sync();
+    }, jitter);
+    this.syncTimer.unref();
+  }
+
+  private schedulePublish(): void {
+    if (this.stopping) return;
+    this.publishTimer = setTimeout(() => {
+      this.schedulePublish();
+      void this.publish();
+    }, this.s.publishMs);
+    this.publishTimer.unref();
+  }
+
+  /** One sync (at most one in flight). A sync unanswered after `timeoutMs` puts the instance in local mode meanwhile. */
+  private async sync(): Promise<void> {
+    const t = now();
+    const inflight = this.inflight;
+    if (inflight !== undefined) {
+      if (t - inflight.at < this.s.timeoutMs) return;
+      this.goLocal(`no answer from Redis within ${this.s.timeoutMs} ms`);
+      if (t - inflight.at < this.s.ttlMs) return;
+      this.inflight = undefined; // abandoned: a client that never answers must not stop the syncs
+    }
+    let settled = () => {};
+    const mine = { at: t, done: new Promise<void>((resolve) => (settled = resolve)) };
+    this.inflight = mine;
+    const { deltas, giveBack } = this.ledger.send(t);
+    const args = [
+      this.base,
+      this.instance,
+      String(this.s.ttlMs / SLICES),
+      String(SLICES),
+      String(this.reserve),
+      String(deltas.deposits),
+      String(deltas.calls),
+      String(deltas.hedges),
+      String(deltas.penalties),
+      String(giveBack?.slice ?? -1),
+      String(giveBack?.amount ?? 0),
+      String(this.ledger.ownCalls(t)),
+      this.stopping ? '0' : '1',
+    ];
+    try {
+      const reply = await within(
+        this.link.script(SYNC_SCRIPT, args),
+        Math.max(this.s.timeoutMs, this.s.ttlMs),
+      );
+      if (this.inflight !== mine) return;
+      this.ledger.accept(parseView(reply));
+      this.syncs++;
+      if (!this.stopping) this.goShared();
+    } catch (error) {
+      if (this.inflight !== mine) return;
+      this.ledger.requeue(deltas, now());
+      this.syncFailures++;
+      if (!this.stopping) this.goLocal(String((error as Error)?.message ?? error));
+    } finally {
+      if (this.inflight === mine) this.inflight = undefined;
+      settled();
+    }
+  }
+
+  private goLocal(reason: string): void {
+    this.localReason = reason;
+    if (this.local) return;
+    this.local = createBudget({
+      ratio: this.s.ratio,
+      minPerSecond: this.s.minPerSecond * this.ledger.share(),
+      ttlMs: this.s.ttlMs,
+      maxConcurrentHedges: 1_000_000,
+    })[BUDGET_PORT];
+    this.switched('local', reason);
+  }
+
+  private goShared(): void {
+    this.localReason = undefined;
+    if (!this.local) return;
+    this.local = undefined;
+    this.switched('shared', 'Redis answered again');
+  }
+
+  private switched(mode: FleetMode, reason: string): void {
+    this.mode = mode;
+    this.telemetry.modeChanged(mode);
+    if (this.s.onModeChange) {
+      try {
+        this.s.onModeChange(mode, reason);
+      } catch {
+        // a failing callback must not stop the budget
+      }
+    } else if (mode === 'local') {
+      process.emitWarning(
+        `tailcut fleet budget "${this.s.name}": Redis unreachable (${reason}); deciding locally on this instance's share of the floor until it answers`,
+        { code: 'TAILCUT_FLEET_LOCAL' },
+      );
+    }
+  }
+
+  /** Loads and merges the fleet's recent histograms (within `timeoutMs`; none on failure). */
+  private async loadFleet(): Promise<void> {
+    try {
+      const values = await within(
+        this.link.script(READ_SCRIPT, [`${this.base}:hx`, String(3 * this.s.publishMs)]),
+        this.s.timeoutMs,
+      );
+      this.fleet = mergeSnapshots(Array.isArray(values) ? values : []);
+    } catch {
+      this.fleet = undefined;
+    }
+  }
+
+  /** Publishes this instance's histograms (one round trip); a failure only skips this interval. */
+  private async publish(): Promise<void> {
+    const snapshots = this.histograms.rotate();
+    if (snapshots.size === 0) return;
+    const args = [`${this.base}:hx`, String(3 * this.s.publishMs)];
+    for (const [route, base64] of snapshots) {
+      let n = this.routeNumbers.get(route);
+      if (n === undefined) {
+        n = this.routeNumbers.size;
+        this.routeNumbers.set(route, n);
+      }
+      args.push(histogramKey(this.base, this.instance, n), encodeSnapshot(route, base64));
+    }
+    try {
+      await within(this.link.script(PUBLISH_SCRIPT, args), this.s.timeoutMs);
+    } catch {
+      // the next interval publishes again
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    clearTimeout(this.syncTimer);
+    clearTimeout(this.publishTimer);
+    if (this.s.warmStart) await this.publish();
+    if (this.inflight) await within(this.inflight.done, this.s.timeoutMs).catch(() => {});
+    if (this.mode === 'shared') await this.sync(); // gives back the lease, takes none
+    this.histograms.clear();
+    for (const h of this.fleet?.values() ?? []) h.destroy();
+    this.fleet = undefined;
+    this.telemetry.close();
+    await this.link.close();
+    if (!this.local) this.goLocalQuietly();
+  }
+
+  /** After close: a local budget with the last share, without a warning (the user closed it). */
+  private goLocalQuietly(): void {
+    this.local = createBudget({
+      ratio: this.s.ratio,
+      minPerSecond: this.s.minPerSecond * this.ledger.share(),
+      ttlMs: this.s.ttlMs,
+      maxConcurrentHedges: 1_000_000,
+    })[BUDGET_PORT];
+    this.mode = 'local';
+    this.localReason = 'closed';
+  }
+}
+
+/**
+ * Creates a hedge budget shared by every instance of a fleet through Redis: over any `ttlMs`, the
+ * fleet's hedges stay within `ratio` × the fleet's calls + `minPerSecond` × ttl (one floor for the
+ * whole fleet), within one sync interval's hedges. Each instance decides locally against a lease
+ * it renews every `syncMs` in one round trip; calls never wait on Redis. When Redis is slow or
+ * down the instance falls back to a local budget with its last known share of the floor, and
+ * rejoins when Redis answers. Resolves after the first sync and the warm-start read, each given at
+ * most `timeoutMs` (an unreachable Redis does not make it reject: the budget starts in local mode).
+ * Throws a `TailcutError` (`TAILCUT_INVALID_OPTION`) naming the option and value when an option is invalid.
+ */
+export async function createFleetBudget(options: FleetBudgetOptions): Promise<FleetBudget> {
+  const budget = new RedisFleetBudget(validateFleetOptions(options));
+  await budget.start();
+  return budget;
+}

@@ -1,0 +1,97 @@
+import { luaScript } from './link.js';
+
+/**
+ * One sync of an instance with the fleet, atomic in Redis (one round trip). Redis's clock picks
+ * the slice, so instances need not agree on time. The script:
+ * 1. gives back the instance's previous lease (in the slice it was taken from, if still counted);
+ * 2. adds the instance's calls, deposits, hedges and penalties since its last sync to the current slice;
+ * 3. marks the instance seen and drops instances not seen for a ttl;
+ * 4. sums the window (the last `slices` slices): the fleet's balance is
+ *    reserve (minPerSecond × ttl) + deposits − hedges and leases − penalties;
+ * 5. leases this instance its share of the balance (its calls ÷ the fleet's calls in the window,
+ *    or 1 ÷ instances before any call), counted at once as spent so no other instance can lease it.
+ *
+ * ARGV: base key, instance, slice ms, slices, reserve, deposits, calls, hedges, penalties,
+ * previous lease slice, previous lease, this instance's calls in the window, '1' to take a lease
+ * ('0' when closing).
+ * Returns: deposits, calls, hedges sent, penalties, instances, the lease and its slice.
+ */
+export const SYNC_SCRIPT = luaScript(`
+local base = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliceMs = tonumber(ARGV[3])
+local slices = tonumber(ARGV[4])
+local ttl = sliceMs * slices
+local cur = math.floor(now / sliceMs)
+local leaseSlice = tonumber(ARGV[10])
+local lease = tonumber(ARGV[11])
+if lease > 0 and leaseSlice > cur - slices then
+  local lk = base .. ':w:' .. leaseSlice
+  if redis.call('EXISTS', lk) == 1 then redis.call('HINCRBY', lk, 'h', -lease) end
+end
+local key = base .. ':w:' .. cur
+redis.call('HINCRBY', key, 'd', ARGV[6])
+redis.call('HINCRBY', key, 'c', ARGV[7])
+redis.call('HINCRBY', key, 'h', ARGV[8])
+redis.call('HINCRBY', key, 'x', ARGV[8])
+redis.call('HINCRBY', key, 'p', ARGV[9])
+redis.call('PEXPIRE', key, ttl + 2 * sliceMs)
+local ik = base .. ':i'
+redis.call('ZADD', ik, now, ARGV[2])
+redis.call('ZREMRANGEBYSCORE', ik, '-inf', now - ttl)
+redis.call('PEXPIRE', ik, ttl)
+local n = redis.call('ZCARD', ik)
+local d, c, h, x, p = 0, 0, 0, 0, 0
+for s = cur - slices + 1, cur do
+  local v = redis.call('HMGET', base .. ':w:' .. s, 'd', 'c', 'h', 'x', 'p')
+  d = d + (tonumber(v[1]) or 0)
+  c = c + (tonumber(v[2]) or 0)
+  h = h + (tonumber(v[3]) or 0)
+  x = x + (tonumber(v[4]) or 0)
+  p = p + (tonumber(v[5]) or 0)
+end
+local balance = tonumber(ARGV[5]) + d - h - p
+local share = 1 / n
+if c > 0 then share = math.min(1, tonumber(ARGV[12]) / c) end
+local grant = 0
+if balance > 0 and ARGV[13] == '1' then grant = math.floor(balance * share) end
+if grant > 0 then redis.call('HINCRBY', key, 'h', grant) end
+return {d, c, x, p, n, grant, cur}
+`);
+
+/** What a sync sends: amounts in millionths (of a token, or of a call's cost). */
+export interface SyncDeltas {
+  deposits: number;
+  calls: number;
+  hedges: number;
+  penalties: number;
+}
+
+/** What a sync returns: the fleet's window and this instance's new lease (millionths). */
+export interface FleetView {
+  deposits: number;
+  calls: number;
+  hedges: number;
+  penalties: number;
+  instances: number;
+  lease: number;
+  leaseSlice: number;
+}
+
+/** Reads the script's reply. */
+export function parseView(reply: unknown): FleetView {
+  if (!Array.isArray(reply) || reply.length !== 7) {
+    throw new Error(`unexpected reply from the sync script: ${String(reply)}`);
+  }
+  const [deposits, calls, hedges, penalties, instances, lease, leaseSlice] = reply.map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return { deposits, calls, hedges, penalties, instances, lease, leaseSlice };
+}
