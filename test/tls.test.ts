@@ -2,6 +2,8 @@
  * Hedging over TLS (HTTP/1.1, node:https) and HTTP/2 (node:http2, undici `allowH2`), with the
  * lab's self-signed loopback certificate, and warm connections: what real providers speak.
  */
+
+import { createServer as createHttpServer } from 'node:http';
 import {
   createSecureServer,
   type Http2SecureServer,
@@ -215,4 +217,32 @@ describe('warm connections', () => {
     await waitFor(() => a.methods.filter((m) => m === 'OPTIONS').length >= 3);
     expect(a.connections).toBe(1);
   });
+
+  it('a replica that accepts and never answers holds neither close(): the ping still out is aborted', async () => {
+    let pings = 0;
+    const mute = createHttpServer(() => {
+      pings++; // never answers
+    });
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    open.push({ close: () => new Promise<void>((r) => mute.close(() => r())) });
+    const origin = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    const f = createHedgedFetch({
+      routes: [{ name: 'mute', replicas: [origin] }],
+      warmConnections: { intervalMs: 60_000 },
+    });
+    const composed = new undici.Agent().compose(
+      hedge({
+        routes: [{ name: 'mute', replicas: [origin] }],
+        warmConnections: { intervalMs: 1000 },
+      }),
+    );
+    await waitFor(() => pings >= 2);
+    let closed = 0;
+    void f.close().then(() => closed++);
+    void composed.close().then(() => closed++);
+    // createHedgedFetch's close() aborts its ping; the plain agent's waits for the ping's
+    // timeout (the interval here, at most 10 s), not undici's 300 s.
+    await waitFor(() => closed === 2, { timeoutMs: 15_000 });
+    mute.closeAllConnections();
+  }, 30_000);
 });

@@ -58,6 +58,19 @@ describe('request composition (pure, no sockets)', () => {
     expect(
       attemptPath('/v1/chat?b=1', { where: 'w', path: (p) => `/x${p}`, query: { b: null } }),
     ).toBe('/x/v1/chat');
+    // The caller's other parameters stay byte for byte (a signed URL stays valid).
+    expect(
+      attemptPath('/v1?name=a%20b&flag&sig=x;y&a+b=1', {
+        where: 'w',
+        path: undefined,
+        query: { 'api-version': '2024 10', 'a b': null },
+      }),
+    ).toBe('/v1?name=a%20b&flag&sig=x;y&api-version=2024+10');
+    for (const bad of ['//evil.example/x', '/\\evil.example/x', '/a\\b']) {
+      expect(() => attemptPath('/v1', { where: 'w', path: () => bad, query: undefined })).toThrow(
+        /not a path starting with one "\/"/,
+      );
+    }
     let err: unknown;
     try {
       attemptPath('/v1', {

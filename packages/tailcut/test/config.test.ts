@@ -99,6 +99,12 @@ const bad: [string, unknown, string, string][] = [
   ],
   ['empty replicas', { routes: [{ ...base, replicas: [] }] }, 'routes[0].replicas', 'array(0)'],
   [
+    'replica path to another host',
+    { routes: [{ ...base, replicas: [{ origin: 'http://10.0.0.1', path: '//evil.example/x' }] }] },
+    'routes[0].replicas[0].path',
+    '"//evil.example/x"',
+  ],
+  [
     'ftp replica',
     { routes: [{ ...base, replicas: ['ftp://a'] }] },
     'routes[0].replicas[0]',

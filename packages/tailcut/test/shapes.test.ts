@@ -235,4 +235,61 @@ describe.each(adapters)('$name: a request shape per replica', (current) => {
     expect(res.status).toBe(200);
     expect(JSON.parse(a.seen[0]?.body.toString() ?? '')).toEqual({ model: 'm2', x: 1 });
   });
+
+  it('a redirect into another replica of the route reaches the caller without its Location: nothing is sent twice', async () => {
+    const b = await replica('b');
+    const a = await replica('a', () => ({
+      status: 307,
+      headers: { location: `${b.origin}/v1/pay` },
+    }));
+    const f = client({
+      routes: [
+        {
+          name: 'pay',
+          match: { path: '/v1/pay' },
+          replicas: [{ origin: a.origin }, { origin: b.origin, hedgeOnly: true }],
+        },
+      ],
+    });
+    const res = await f(`${a.origin}/v1/pay`, { method: 'POST', body: 'amount=10' });
+    expect(res.status).toBe(307);
+    expect(res.headers.get('location')).toBeNull();
+    expect(a.seen).toHaveLength(1);
+    expect(b.seen).toHaveLength(0);
+  });
+
+  it('a JSON route sends a body over the buffer caps once, as it is, to a replica without a rewrite', async () => {
+    const plain = await replica('plain');
+    const rewriting = await replica('rewriting');
+    const f = client({
+      routes: [
+        route([{ origin: rewriting.origin, json: { model: 'm2' } }, { origin: plain.origin }]),
+      ],
+      maxBufferedBodyBytes: 1024,
+    });
+    const big = JSON.stringify({ model: 'm1', content: 'x'.repeat(4096) });
+    for (let i = 0; i < 3; i++) {
+      const res = await f(`${plain.origin}/v1/chat/completions`, { method: 'POST', body: big });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    expect(rewriting.seen).toHaveLength(0);
+    expect(plain.seen).toHaveLength(3);
+    for (const seen of plain.seen) expect(seen.body.toString()).toBe(big);
+  });
+
+  it('a JSON route whose every primary rewrites fails a body over the caps with a clear error, sending nothing', async () => {
+    const a = await replica('a');
+    const f = client({
+      routes: [route([{ origin: a.origin, json: { model: 'm2' } }])],
+      maxBufferedBodyBytes: 1024,
+    });
+    const big = JSON.stringify({ model: 'm1', content: 'x'.repeat(4096) });
+    const err = await rejection(
+      f(`${a.origin}/v1/chat/completions`, { method: 'POST', body: big }),
+    );
+    expect(err).toMatchObject({ code: 'TAILCUT_REWRITE_FAILED' });
+    expect(String((err as Error).message)).toMatch(/maxBufferedBodyBytes/);
+    expect(a.seen).toHaveLength(0);
+  });
 });

@@ -153,9 +153,12 @@ function checkOrigin(option: string, entry: unknown): string {
   return url.origin;
 }
 
-/** True for a path as a replica's `path` gives it: `/` then visible ASCII, no `?` or `#`. */
+/**
+ * True for a path as a replica's `path` gives it: one `/` then visible ASCII, no `?`, `#` or
+ * backslash (`//host/x` and `/\\host/x` read as another host to many URL parsers).
+ */
 export function isPath(value: unknown): value is string {
-  return typeof value === 'string' && /^\/[!-~]*$/.test(value) && !/[?#]/.test(value);
+  return typeof value === 'string' && /^\/(?![/\\])[!-~]*$/.test(value) && !/[?#\\]/.test(value);
 }
 
 function checkPath(option: string, value: unknown): PathRewrite | undefined {
@@ -164,7 +167,7 @@ function checkPath(option: string, value: unknown): PathRewrite | undefined {
     invalid(
       option,
       value,
-      'a path starting with "/" (visible ASCII, no query, fragment or spaces), or a function (path) => path',
+      'a path starting with one "/" (visible ASCII, no query, fragment, backslash or spaces), or a function (path) => path',
     );
   }
   return value;

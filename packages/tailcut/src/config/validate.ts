@@ -18,6 +18,8 @@ export interface RouteSettings {
   matches: RouteMatcher;
   /** The replicas, or empty for "the request's own origin". */
   replicas: readonly ReplicaSettings[];
+  /** The replicas' distinct origins. */
+  origins: readonly string[];
   /**
    * When some replica has headers of its own: the caller's headers that count as credentials
    * (the usual names, and every name some replica sets or removes). Else empty: the caller's
@@ -90,6 +92,7 @@ function routeSettings(r: RouteInput): RouteSettings {
       r.replicas.map((x) => x.origin),
     ),
     replicas: r.replicas,
+    origins: [...new Set(r.replicas.map((x) => x.origin))],
     credentialNames: credentialNames(r.replicas),
     reshapes: r.replicas.some(
       (x) => x.path !== undefined || x.query !== undefined || x.json !== undefined,

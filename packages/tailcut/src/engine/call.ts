@@ -38,6 +38,8 @@ export interface CallSpec<T extends Answer> {
   run(ctx: AttemptContext, report: AttemptReport<T>, trace: unknown): void;
   /** Releases a result that will not be returned (destroys its body). */
   discard(result: T): void;
+  /** The replicas this call's primary may go to (all when undefined). */
+  primaryAmong?: ((replica: number) => boolean) | undefined;
 }
 
 /** What the engine needs of its client while a call runs. */
@@ -60,6 +62,7 @@ export class Call<T extends Answer> implements RaceSpec<T> {
   readonly signal: AbortSignal | undefined;
   readonly estimator: DelayEstimator | undefined;
   readonly cost: number | undefined;
+  readonly primaryAmong: ((replica: number) => boolean) | undefined;
   private readonly listener: CallListener;
   private readonly startedAt: number;
   private watch: StreamWatch | undefined;
@@ -75,6 +78,7 @@ export class Call<T extends Answer> implements RaceSpec<T> {
     this.clock = host.clock;
     this.maxAttempts = spec.maxAttempts;
     this.signal = spec.signal;
+    this.primaryAmong = spec.primaryAmong;
     this.startedAt = host.clock.now();
     this.listener = host.callStarted(route, spec.method);
     const key = route.settings.key;

@@ -59,6 +59,8 @@ export interface RaceSpec<T> extends RaceObserver<T> {
   cost?: number | undefined;
   /** Starts one attempt, which reports through `report`. */
   run(ctx: AttemptContext, report: AttemptReport<T>): void;
+  /** The replicas this call's primary may go to (all when undefined). */
+  primaryAmong?: ((replica: number) => boolean) | undefined;
   /** Judges a result that reached the commit point. */
   judge(result: T, ctx: AttemptContext): Verdict;
   /** Releases a result that will not be returned (destroys its body). */
@@ -207,7 +209,7 @@ class Race<T> implements RaceHandle {
     route.counters.calls++;
     budget.deposit(this.spec.cost);
     signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.launch('primary', route.picker.primary());
+    this.launch('primary', route.picker.primary(this.spec.primaryAmong));
   }
 
   abort(reason: unknown): void {

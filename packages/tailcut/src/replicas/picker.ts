@@ -76,9 +76,11 @@ export class ReplicaPicker {
 
   /**
    * The primary attempt's replica: weighted round robin over the replicas that are not
-   * `hedgeOnly` and not held back; when all of those are held, the one free soonest.
+   * `hedgeOnly` and not held back; when all of those are held, the one free soonest. `among`,
+   * when given, narrows the choice to the replicas it accepts (a call that only some replicas
+   * can take as it is).
    */
-  primary(): number {
+  primary(among?: (replica: number) => boolean): number {
     const n = this.origins.length;
     if (n === 0) return -1;
     const now = this.clock.now();
@@ -87,7 +89,7 @@ export class ReplicaPicker {
     let total = 0;
     for (let i = 0; i < n; i++) {
       const r = this.replicas[i] as PickerReplica;
-      if (r.hedgeOnly) continue;
+      if (r.hedgeOnly || (among !== undefined && !among(i))) continue;
       const held = this.heldUntil[i] ?? 0;
       if (held > now) {
         if (fallback < 0 || held < (this.heldUntil[fallback] ?? 0)) fallback = i;

@@ -55,12 +55,31 @@ export class AttemptHandler implements Handler {
    * it is.
    */
   dropLocation = false;
+  /**
+   * The route's replicas' origins, when it has several: a redirect into another of them would
+   * come back into the route as a new call and be balanced to any replica (maybe the one that
+   * redirected), never reaching the replica it names. Its Location is dropped too.
+   */
+  siblings: readonly string[] | undefined;
+  /** The attempt's own origin, against which a relative Location resolves. */
+  siblingBase = '';
 
   constructor(
     private readonly report: AttemptReport<AttemptHandler>,
     private readonly route: RouteState,
     private readonly ctx: AttemptContext,
   ) {}
+
+  /** True when `location` resolves to another replica of the route than this attempt's. */
+  private intoSibling(location: string): boolean {
+    if (this.siblings === undefined) return false;
+    try {
+      const origin = new URL(location, this.siblingBase).origin;
+      return origin !== this.siblingBase && this.siblings.includes(origin);
+    } catch {
+      return false;
+    }
+  }
 
   /** The answer's Retry-After header, if any. */
   get retryAfter(): string | string[] | undefined {
@@ -82,7 +101,12 @@ export class AttemptHandler implements Handler {
     this.controller = controller;
     this.status = statusCode;
     this.headers = headers;
-    if (this.dropLocation && statusCode < 400 && headers.location !== undefined) {
+    const location = headers.location;
+    if (
+      location !== undefined &&
+      statusCode < 400 &&
+      (this.dropLocation || (statusCode >= 300 && this.intoSibling(String(location))))
+    ) {
       const { location: _, ...rest } = headers;
       this.headers = rest;
     }

@@ -99,21 +99,38 @@ export function attemptPath(target: string, shape: ReplicaShape): string {
     if (!isPath(out)) {
       throw rewriteFailed(
         shape.where,
-        `its \`path\` function returned ${typeof out === 'string' ? JSON.stringify(out.slice(0, 80)) : typeof out}, not a path starting with "/" (visible ASCII, no query, fragment or spaces)`,
+        `its \`path\` function returned ${typeof out === 'string' ? JSON.stringify(out.slice(0, 80)) : typeof out}, not a path starting with one "/" (visible ASCII, no query, fragment, backslash or spaces)`,
       );
     }
     path = out;
   }
-  if (shape.query !== undefined) {
-    const params = new URLSearchParams(search);
-    for (const [name, value] of Object.entries(shape.query)) {
-      if (value === null) params.delete(name);
-      else params.set(name, value);
-    }
-    const text = params.toString();
-    search = text === '' ? '' : `?${text}`;
-  }
+  if (shape.query !== undefined) search = mergeQuery(search, shape.query);
   return path + search;
+}
+
+/**
+ * The caller's query (`?…` or '') with a replica's parameters set or removed. The caller's other
+ * parameters stay byte for byte (a signed URL stays valid); the replica's are form-encoded.
+ */
+function mergeQuery(search: string, query: Readonly<Record<string, string | null>>): string {
+  const names = Object.keys(query);
+  const pairs = search.length > 1 ? search.slice(1).split('&') : [];
+  const kept = pairs.filter((pair) => pair !== '' && !names.includes(paramName(pair)));
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== null) kept.push(new URLSearchParams([[name, value]]).toString());
+  }
+  return kept.length === 0 ? '' : `?${kept.join('&')}`;
+}
+
+/** The decoded name of a `name=value` query pair (form encoding: `+` is a space). */
+function paramName(pair: string): string {
+  const eq = pair.indexOf('=');
+  const raw = (eq === -1 ? pair : pair.slice(0, eq)).replaceAll('+', ' ');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
 
 /**

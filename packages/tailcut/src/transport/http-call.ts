@@ -41,6 +41,7 @@ type DispatchHeaders = NonNullable<Dispatcher.DispatchOptions['headers']>;
 export class HttpCall implements CallSpec<AttemptHandler> {
   readonly method: string;
   readonly maxAttempts: number;
+  readonly primaryAmong: ((replica: number) => boolean) | undefined;
   private readonly call: Call<AttemptHandler>;
   /** The caller's headers with the call's additions, made once when needed. */
   private headers: HeaderRecord | undefined;
@@ -61,6 +62,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   ) {
     this.method = opts.method.toUpperCase();
     this.maxAttempts = plan.maxAttempts;
+    this.primaryAmong = plan.shapes?.primaryAmong;
     this.call = hedger.call(this);
   }
 
@@ -93,6 +95,11 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     const { credentialNames, reshapes } = this.route.settings;
     const own = credentialNames.length > 0 || reshapes;
     attempt.dropLocation = own && target !== this.origin;
+    const { origins } = this.route.settings;
+    if (origins.length > 1) {
+      attempt.siblings = origins;
+      attempt.siblingBase = target;
+    }
     if (trace === undefined) {
       const unchanged =
         target === this.origin &&

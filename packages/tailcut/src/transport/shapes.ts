@@ -17,6 +17,11 @@ export interface CallShapes {
    * unhedged (as a stream body over a cap is).
    */
   replayable: boolean;
+  /**
+   * For a call whose body could not be held in memory: the replicas that take it as it is (no
+   * `json` rewrite). The call is sent once, to one of them.
+   */
+  primaryAmong?: (replica: number) => boolean;
   /** Returns the rewritten bodies' bytes to the quota. */
   release(): void;
 }
@@ -59,9 +64,14 @@ export function shapeCall(
   }
   const first = route.replicas.findIndex((r) => r.json !== undefined);
   if (!body.replayable) {
+    // Over the buffer caps: sent once, as it is, to a replica without a rewrite, if there is one.
+    const asItIs = (i: number) => route.replicas[i]?.json === undefined;
+    if (route.replicas.some((r, i) => asItIs(i) && !r.hedgeOnly)) {
+      return { path, body: () => undefined, replayable: false, primaryAmong: asItIs, release() {} };
+    }
     throw rewriteFailed(
       where(route, first),
-      'its `json` rewrite needs the body in memory, and the body stream is larger than `maxBufferedBodyBytes` or the buffer quota',
+      'its `json` rewrite needs the body in memory, and the body is larger than `maxBufferedBodyBytes` or the buffer quota `maxTotalBufferedBytes` is in use; every replica of the route that may take the primary rewrites JSON, so the call cannot be sent as it is',
     );
   }
   const source = body.next();
