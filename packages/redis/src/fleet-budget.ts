@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { type BudgetStats, createBudget, type HedgeBudget, type KeyRequest } from 'tailcut';
-import { BUDGET_PORT, type BudgetPort, type HedgeGrant, type RouteTap } from 'tailcut/engine';
+import {
+  aimedShare,
+  BUDGET_PORT,
+  type BudgetPort,
+  type HedgeGrant,
+  type RouteTap,
+} from 'tailcut/engine';
 import { PUBLISH_SCRIPT, READ_SCRIPT } from './histogram-scripts.js';
 import { encodeSnapshot, mergeSnapshots, RouteHistograms, seedSamples } from './histograms.js';
 import { baseKey, histogramKey } from './keys.js';
@@ -157,8 +163,9 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   affordableShare(): number {
     if (this.local) return this.local.affordableShare();
     const v = this.ledger.view;
-    if (v === undefined || v.calls <= 0) return Number.POSITIVE_INFINITY;
-    return Math.max(0, v.deposits + this.reserve - v.penalties) / v.calls;
+    if (v === undefined) return Number.POSITIVE_INFINITY;
+    const supply = v.deposits + this.reserve - v.penalties;
+    return aimedShare(supply, v.calls, supply - v.hedges);
   }
 
   get weighted(): boolean {

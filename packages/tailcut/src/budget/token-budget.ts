@@ -1,5 +1,6 @@
 import { type Clock, realClock } from '../clock.js';
 import { type BudgetSettings, validateBudgetOptions } from '../config/budget-table.js';
+import { aimedShare } from './aim.js';
 import type { BudgetOptions } from '../config/options.js';
 import type { KeyRequest } from '../request-view.js';
 import {
@@ -15,15 +16,6 @@ const SLICES = 10;
 /** The pace counts the last second in tenths. */
 const PACE_SLICES = 10;
 const PACE_SLICE_MS = 100;
-/**
- * The share of the sustainable hedge rate the delay aims at. Demand at a fixed percentile is a
- * Poisson count: aimed at the whole budget, the bucket empties once a second or so and the
- * stalls that arrive then are refused (D3: 50–150 refusals in 10 s). At 80% the slack of a ttl
- * is several standard deviations of the demand.
- */
-const HEADROOM = 0.8;
-/** Below this share of a ttl's supply left in the bucket, the aim falls in proportion. */
-const LOW_WATER = 0.1;
 
 /**
  * A token bucket shared by every route of a client (or by several clients): each call deposits
@@ -96,21 +88,14 @@ export class TokenBudget implements BudgetPort, HedgeBudget {
   }
 
   /**
-   * The share of calls the delay should aim to hedge at the current call rate. What the budget
-   * sustains is what a call earns (`ratio`) plus the floor spread over the calls of the last
-   * ttl, less the overload penalties; the aim is {@link HEADROOM} of it, so that chance bursts
-   * of slow calls find tokens left. When the bucket runs low all the same (the fleet slowed,
-   * demand outgrew the budget), the aim falls in proportion to what is left and the delay rises
-   * at once: the slowest calls keep getting hedges instead of being refused. Infinity before
-   * any call.
+   * The share of calls the delay should aim to hedge at the current call rate (see
+   * {@link aimedShare}). What the budget sustains over a ttl is what its calls earn (`ratio`)
+   * plus the floor's reserve, less the overload penalties.
    */
   affordableShare(): number {
     this.rotate();
-    if (this.callSum <= 0) return Number.POSITIVE_INFINITY;
-    const supply = Math.max(0, this.ratio * this.callSum + this.reserve / UNIT - this.penaltySum);
-    const balance = Math.max(0, (this.reserve + this.sum) / UNIT);
-    const level = supply > 0 ? Math.min(1, balance / (LOW_WATER * supply)) : 0;
-    return (supply / this.callSum) * HEADROOM * level;
+    const supply = this.ratio * this.callSum + this.reserve / UNIT - this.penaltySum;
+    return aimedShare(supply, this.callSum, (this.reserve + this.sum) / UNIT);
   }
 
   /**

@@ -10,6 +10,7 @@ export {
   isHedgeBudget,
   type RouteTap,
 } from '../budget/port.js';
+export { aimedShare } from '../budget/aim.js';
 export { type Clock, realClock, type TimerHandle, VirtualClock } from '../clock.js';
 export {
   type ClientSettings,
