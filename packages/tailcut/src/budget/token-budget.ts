@@ -1,8 +1,8 @@
 import { type Clock, realClock } from '../clock.js';
 import { type BudgetSettings, validateBudgetOptions } from '../config/budget-table.js';
-import { aimedShare } from './aim.js';
 import type { BudgetOptions } from '../config/options.js';
 import type { KeyRequest } from '../request-view.js';
+import { aimedShare } from './aim.js';
 import {
   BUDGET_PORT,
   type BudgetPort,

@@ -3,6 +3,8 @@
  * policy, route state, validated settings, the clocks and the budget port. Less stable than the
  * main entry point.
  */
+
+export { aimedShare } from '../budget/aim.js';
 export {
   BUDGET_PORT,
   type BudgetPort,
@@ -10,7 +12,6 @@ export {
   isHedgeBudget,
   type RouteTap,
 } from '../budget/port.js';
-export { aimedShare } from '../budget/aim.js';
 export { type Clock, realClock, type TimerHandle, VirtualClock } from '../clock.js';
 export {
   type ClientSettings,
