@@ -8,6 +8,18 @@ export function invalid(option: string, value: unknown, expectation: string): ne
   );
 }
 
+/**
+ * Like {@link invalid}, for a value that must not be repeated (it may be a secret): the message
+ * names only its type.
+ */
+export function invalidType(option: string, value: unknown, expectation: string): never {
+  const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  throw new TailcutError(
+    'TAILCUT_INVALID_OPTION',
+    `tailcut: option \`${option}\` must be ${expectation}; got ${kind} (value not shown)`,
+  );
+}
+
 /** True for a plain options object (not null, not an array). */
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

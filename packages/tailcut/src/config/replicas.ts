@@ -1,5 +1,5 @@
 import { Secret } from '../errors.js';
-import { invalid, isObject } from './checks.js';
+import { invalid, invalidType, isObject } from './checks.js';
 import type { JsonValue, ReplicaOptions } from './options.js';
 import { booleanOption, numberOption } from './specs.js';
 import { type OptionTable, readOptions } from './table.js';
@@ -104,7 +104,11 @@ function validateHeaders(
     if (!TOKEN.test(name)) invalid(`${option}.${name}`, name, 'a header name');
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
-      invalid(`${option}.${name}`, name, 'not a header tailcut or undici sets per call');
+      invalid(
+        `${option}.${name}`,
+        name,
+        `a header other than those tailcut or undici set per call (${[...RESERVED_HEADERS].join(', ')})`,
+      );
     }
     if (lower in out)
       invalid(`${option}.${name}`, name, 'named once (it is listed twice, in another case)');
@@ -113,7 +117,7 @@ function validateHeaders(
       continue;
     }
     if (typeof v !== 'string')
-      invalid(`${option}.${name}`, typeof v, 'a string, or null to remove it');
+      invalidType(`${option}.${name}`, v, 'a string, or null to remove it');
     if (!FIELD_VALUE.test(v)) {
       invalid(
         `${option}.${name}`,
@@ -181,7 +185,7 @@ function checkQuery(option: string, value: unknown): Record<string, string | nul
   for (const [name, v] of Object.entries(value)) {
     if (name === '') invalid(option, value, 'an object without an empty parameter name');
     if (v !== null && typeof v !== 'string') {
-      invalid(`${option}.${name}`, typeof v, 'a string, or null to remove the parameter');
+      invalidType(`${option}.${name}`, v, 'a string, or null to remove the parameter');
     }
   }
   return { ...(value as Record<string, string | null>) };
@@ -262,9 +266,9 @@ export const REPLICA_OPTIONS = {
   ),
   weight: numberOption(
     1,
-    { min: 0, max: 1_000_000, minExclusive: true },
+    { min: 0.001, max: 1_000_000 },
     {
-      valid: 'number > 0, ≤ 1,000,000',
+      valid: 'number 0.001 … 1,000,000',
       doc: 'share of primaries in the weighted round robin, relative to the other replicas',
     },
   ),
