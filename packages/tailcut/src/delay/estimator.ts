@@ -123,7 +123,9 @@ export class DelayEstimator {
     const now = this.clock.now();
     if (this.settings.percentile === 'auto' && now - this.autoAt >= AUTO_REFRESH_MS) {
       this.autoAt = now;
-      this.autoFloorMs = this.chooseAuto(now);
+      const floor = this.chooseAuto(now);
+      if (floor !== this.autoFloorMs) this.dirty = true;
+      this.autoFloorMs = floor;
     }
     const percentile = this.percentileFor(this.affordable);
     const age = now - this.computedAt;
