@@ -135,9 +135,13 @@ describe('delay that follows the fleet (virtual clock, 500 calls/s)', () => {
   })();
 
   /** Runs `seconds` of calls whose latencies are D2 × `factor(t)`; returns the delay each 100 ms. */
-  async function follow(factor: (ms: number) => number, seconds: number) {
+  async function follow(
+    factor: (ms: number) => number,
+    seconds: number,
+    percentileOption: number | 'auto' = 95,
+  ) {
     const sim = simulation(
-      { hedge: { percentile: 95, initialDelayMs: 100, minSamples: 20 } },
+      { hedge: { percentile: percentileOption, initialDelayMs: 100, minSamples: 20 } },
       { ratio: 0.05, minPerSecond: 10 },
     );
     const random = rng(11);
@@ -169,6 +173,15 @@ describe('delay that follows the fleet (virtual clock, 500 calls/s)', () => {
     const up = relearn(10_000, 20_000, truth * 3);
     const down = relearn(20_000, 30_000, truth);
     console.log(`re-learn after ×3 up: ${up} ms, after back down: ${down} ms (500 calls/s)`);
+    expect(up).toBeLessThanOrEqual(2000);
+    expect(down).toBeLessThanOrEqual(2000);
+  });
+
+  it("percentile: 'auto' follows the same shifts as fast (D2, where it sits at p95)", async () => {
+    const { relearn } = await follow((t) => (t >= 10_000 && t < 20_000 ? 3 : 1), 30, 'auto');
+    const up = relearn(10_000, 20_000, truth * 3);
+    const down = relearn(20_000, 30_000, truth);
+    console.log(`auto: re-learn after ×3 up: ${up} ms, after back down: ${down} ms`);
     expect(up).toBeLessThanOrEqual(2000);
     expect(down).toBeLessThanOrEqual(2000);
   });
