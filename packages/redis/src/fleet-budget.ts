@@ -57,11 +57,18 @@ export interface FleetBudget extends HedgeBudget {
 
 const now = () => performance.now();
 
-/** Waits for `promise` at most `ms`; rejects with a timeout error after. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+/**
+ * Waits for `promise` at most `ms`; rejects with a timeout error after. `unref`: the deadline
+ * alone does not keep the process alive (a background sync after `close()`).
+ */
+function within<T>(promise: Promise<T>, ms: number, unref = false): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+    timer = setTimeout(
+      () => reject(new Error(`no answer from Redis within ${Math.round(ms)} ms`)),
+      Math.max(0, ms),
+    );
+    if (unref) timer.unref();
   });
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
@@ -110,10 +117,22 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     return this;
   }
 
-  /** First sync and, with warm start, the fleet's histograms, each within `timeoutMs`; then the loops. */
+  /**
+   * The first sync and, with warm start, the fleet's histograms, all within one `timeoutMs`;
+   * then the loops. A first sync still unanswered then goes on in the background (its reply is
+   * taken when it comes) while the instance starts in local mode.
+   */
   async start(): Promise<void> {
-    await within(this.link.ready, this.s.timeoutMs).catch(() => {});
-    await Promise.all([this.sync(), this.s.warmStart ? this.loadFleet() : undefined]);
+    const deadline = now() + this.s.timeoutMs;
+    const left = () => deadline - now();
+    await within(this.link.ready, left()).catch(() => {});
+    const first = this.sync();
+    await Promise.all([
+      within(first, left()).catch(() => {}),
+      this.s.warmStart ? this.loadFleet(left()) : undefined,
+    ]);
+    if (this.syncs === 0)
+      this.goLocal(this.localReason ?? `no answer from Redis within ${this.s.timeoutMs} ms`);
     this.scheduleSync();
     if (this.s.warmStart) this.schedulePublish();
   }
@@ -246,7 +265,12 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     this.publishTimer.unref();
   }
 
-  /** One sync (at most one in flight). A sync unanswered after `timeoutMs` puts the instance in local mode meanwhile. */
+  /**
+   * One sync (at most one in flight). A sync unanswered after `timeoutMs` puts the instance in
+   * local mode meanwhile, but it is awaited (and its reply taken) for up to a ttl: a sync given up
+   * earlier may still run in Redis later, and its deltas, resent, would then count twice. Start
+   * and `close()` wait for it at most `timeoutMs` and leave it running.
+   */
   private async sync(): Promise<void> {
     const t = now();
     const inflight = this.inflight;
@@ -279,6 +303,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       const reply = await within(
         this.link.script(SYNC_SCRIPT, args),
         Math.max(this.s.timeoutMs, this.s.ttlMs),
+        true,
       );
       if (this.inflight !== mine) return;
       this.ledger.accept(parseView(reply));
@@ -331,12 +356,12 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     }
   }
 
-  /** Loads and merges the fleet's recent histograms (within `timeoutMs`; none on failure). */
-  private async loadFleet(): Promise<void> {
+  /** Loads and merges the fleet's recent histograms (within `ms`; none on failure). */
+  private async loadFleet(ms: number): Promise<void> {
     try {
       const values = await within(
         this.link.script(READ_SCRIPT, [`${this.base}:hx`, String(3 * this.s.publishMs)]),
-        this.s.timeoutMs,
+        ms,
       );
       this.fleet = mergeSnapshots(Array.isArray(values) ? values : []);
     } catch {
@@ -344,8 +369,8 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     }
   }
 
-  /** Publishes this instance's histograms (one round trip); a failure only skips this interval. */
-  private async publish(): Promise<void> {
+  /** Publishes this instance's histograms (one round trip, within `ms`); a failure only skips this interval. */
+  private async publish(ms = this.s.timeoutMs): Promise<void> {
     const snapshots = this.histograms.rotate();
     if (snapshots.size === 0) return;
     const args = [`${this.base}:hx`, String(3 * this.s.publishMs)];
@@ -358,23 +383,33 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       args.push(histogramKey(this.base, this.instance, n), encodeSnapshot(route, base64));
     }
     try {
-      await within(this.link.script(PUBLISH_SCRIPT, args), this.s.timeoutMs);
+      await within(this.link.script(PUBLISH_SCRIPT, args), ms);
     } catch {
       // the next interval publishes again
     }
   }
 
+  /**
+   * Publishes, gives back the lease (a sync that takes none) and closes the connection the budget
+   * opened, all within one `timeoutMs`: a Redis that hangs cannot hold `close()` longer. The own
+   * connection is destroyed at the deadline; a client passed in is left as it is (a sync or
+   * publish still waiting on it may complete later, harmlessly).
+   */
   private async shutdown(): Promise<void> {
+    const deadline = now() + this.s.timeoutMs;
+    const left = () => deadline - now();
     clearTimeout(this.syncTimer);
     clearTimeout(this.publishTimer);
-    if (this.s.warmStart) await this.publish();
-    if (this.inflight) await within(this.inflight.done, this.s.timeoutMs).catch(() => {});
-    if (this.mode === 'shared') await this.sync(); // gives back the lease, takes none
+    const returned = (async () => {
+      if (this.inflight) await within(this.inflight.done, left()).catch(() => {});
+      if (this.mode === 'shared' && left() > 0) await within(this.sync(), left()).catch(() => {});
+    })();
+    await Promise.all([this.s.warmStart ? this.publish(left()) : undefined, returned]);
     this.histograms.clear();
     for (const h of this.fleet?.values() ?? []) h.destroy();
     this.fleet = undefined;
     this.telemetry.close();
-    await this.link.close();
+    await this.link.close(Math.max(0, left()));
     if (!this.local) this.goLocalQuietly();
   }
 
