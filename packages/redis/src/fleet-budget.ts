@@ -7,7 +7,7 @@ import {
   type HedgeGrant,
   type RouteTap,
 } from 'tailcut/engine';
-import { PUBLISH_SCRIPT, READ_SCRIPT } from './histogram-scripts.js';
+import { MAX_READ_KEYS, PUBLISH_SCRIPT, READ_SCRIPT } from './histogram-scripts.js';
 import { encodeSnapshot, mergeSnapshots, RouteHistograms, seedSamples } from './histograms.js';
 import { baseKey, histogramKey } from './keys.js';
 import { Ledger, SLICES, UNIT } from './ledger.js';
@@ -40,6 +40,8 @@ export interface FleetBudgetStats extends BudgetStats {
   syncFailures: number;
   /** Routes whose delays were seeded from the fleet's histograms. */
   warmRoutes: number;
+  /** Why the fleet's histograms could not be read at start (routes started cold), or undefined. */
+  warmStartError: string | undefined;
 }
 
 /** A hedge budget shared by every instance of a fleet through Redis. Pass it as tailcut's `budget`. */
@@ -101,6 +103,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   private syncs = 0;
   private syncFailures = 0;
   private warmRoutes = 0;
+  private warmStartError: string | undefined;
 
   constructor(settings: FleetSettings) {
     this.s = settings;
@@ -131,6 +134,13 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       within(first, left()).catch(() => {}),
       this.s.warmStart ? this.loadFleet(left()) : undefined,
     ]);
+    if (this.syncs > 0 && this.warmStartError !== undefined && !this.s.onModeChange) {
+      // Redis answers, yet the histograms could not be read: say so (an unreachable Redis has its own warning).
+      process.emitWarning(
+        `tailcut fleet budget "${this.s.name}": could not read the fleet's latency histograms (${this.warmStartError}); routes start cold`,
+        { code: 'TAILCUT_FLEET_WARM_START' },
+      );
+    }
     if (this.syncs === 0)
       this.goLocal(this.localReason ?? `no answer from Redis within ${this.s.timeoutMs} ms`);
     this.scheduleSync();
@@ -233,6 +243,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       syncs: this.syncs,
       syncFailures: this.syncFailures,
       warmRoutes: this.warmRoutes,
+      warmStartError: this.warmStartError,
     };
   }
 
@@ -356,16 +367,24 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     }
   }
 
-  /** Loads and merges the fleet's recent histograms (within `ms`; none on failure). */
+  /**
+   * Loads and merges the fleet's recent histograms (within `ms`). On failure the routes start
+   * cold and the error is kept in `stats().warmStartError`.
+   */
   private async loadFleet(ms: number): Promise<void> {
     try {
       const values = await within(
-        this.link.script(READ_SCRIPT, [`${this.base}:hx`, String(3 * this.s.publishMs)]),
+        this.link.script(READ_SCRIPT, [
+          `${this.base}:hx`,
+          String(3 * this.s.publishMs),
+          String(MAX_READ_KEYS),
+        ]),
         ms,
       );
       this.fleet = mergeSnapshots(Array.isArray(values) ? values : []);
-    } catch {
+    } catch (error) {
       this.fleet = undefined;
+      this.warmStartError = String((error as Error)?.message ?? error);
     }
   }
 
