@@ -18,7 +18,7 @@ import {
   type FleetSettings,
   validateFleetOptions,
 } from './options.js';
-import { parseView, SYNC_SCRIPT } from './sync-script.js';
+import { parseView, SettingsMismatch, SYNC_SCRIPT, settingsFingerprint } from './sync-script.js';
 import { type FleetTelemetry, fleetTelemetry } from './telemetry.js';
 
 /** A fleet budget's figures: this instance's, and the fleet's window as of the last sync. */
@@ -82,6 +82,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   private readonly base: string;
   private readonly ledger: Ledger;
   private readonly reserve: number;
+  private readonly fingerprint: string;
   private readonly histograms = new RouteHistograms();
   private readonly routeNumbers = new Map<string, number>();
   private readonly telemetry: FleetTelemetry;
@@ -113,6 +114,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     this.base = baseKey(settings.prefix, settings.name);
     this.ledger = new Ledger(settings, now());
     this.reserve = Math.round(settings.minPerSecond * (settings.ttlMs / 1000) * UNIT);
+    this.fingerprint = settingsFingerprint(settings);
     this.telemetry = fleetTelemetry(settings.name, () => this.stats(), settings.meterProvider);
   }
 
@@ -142,7 +144,9 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       );
     }
     if (this.syncs === 0)
-      this.goLocal(this.localReason ?? `no answer from Redis within ${this.s.timeoutMs} ms`);
+      this.goLocal(
+        this.localReason ?? `Redis unreachable (no answer within ${this.s.timeoutMs} ms)`,
+      );
     this.scheduleSync();
     if (this.s.warmStart) this.schedulePublish();
   }
@@ -287,7 +291,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
     const inflight = this.inflight;
     if (inflight !== undefined) {
       if (t - inflight.at < this.s.timeoutMs) return;
-      this.goLocal(`no answer from Redis within ${this.s.timeoutMs} ms`);
+      this.goLocal(`Redis unreachable (no answer within ${this.s.timeoutMs} ms)`);
       if (t - inflight.at < this.s.ttlMs) return;
       this.inflight = undefined; // abandoned: a client that never answers must not stop the syncs
     }
@@ -309,6 +313,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       String(giveBack?.amount ?? 0),
       String(this.ledger.ownCalls(t)),
       this.stopping ? '0' : '1',
+      this.fingerprint,
     ];
     try {
       const reply = await within(
@@ -317,26 +322,33 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
         true,
       );
       if (this.inflight !== mine) return;
-      this.ledger.accept(parseView(reply));
+      this.ledger.accept(parseView(reply, this.fingerprint));
       this.syncs++;
       if (!this.stopping) this.goShared();
     } catch (error) {
       if (this.inflight !== mine) return;
       this.ledger.requeue(deltas, now());
       this.syncFailures++;
-      if (!this.stopping) this.goLocal(String((error as Error)?.message ?? error));
+      if (this.stopping) return;
+      if (error instanceof SettingsMismatch) {
+        // Outside the fleet's budget: one instance's part of its own floor, as if it had joined.
+        this.goLocal(error.message, 1 / (error.instances + 1));
+      } else {
+        this.goLocal(`Redis unreachable (${String((error as Error)?.message ?? error)})`);
+      }
     } finally {
       if (this.inflight === mine) this.inflight = undefined;
       settled();
     }
   }
 
-  private goLocal(reason: string): void {
+  /** Switches to a local budget with `share` of the floor (the last known share by default). */
+  private goLocal(reason: string, share = this.ledger.share()): void {
     this.localReason = reason;
     if (this.local) return;
     this.local = createBudget({
       ratio: this.s.ratio,
-      minPerSecond: this.s.minPerSecond * this.ledger.share(),
+      minPerSecond: this.s.minPerSecond * share,
       ttlMs: this.s.ttlMs,
       maxConcurrentHedges: 1_000_000,
     })[BUDGET_PORT];
@@ -361,7 +373,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       }
     } else if (mode === 'local') {
       process.emitWarning(
-        `tailcut fleet budget "${this.s.name}": Redis unreachable (${reason}); deciding locally on this instance's share of the floor until it answers`,
+        `tailcut fleet budget "${this.s.name}": ${reason}; deciding locally on this instance's share of the floor until it can share the fleet's budget again`,
         { code: 'TAILCUT_FLEET_LOCAL' },
       );
     }

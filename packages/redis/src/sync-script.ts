@@ -11,9 +11,14 @@ import { luaScript } from './link.js';
  * 5. leases this instance its share of the balance (its calls ÷ the fleet's calls in the window,
  *    or 1 ÷ instances before any call), counted at once as spent so no other instance can lease it.
  *
+ *
+ * Before all that, the instance's settings (ARGV[14], see {@link settingsFingerprint}) are
+ * checked against the fleet's (`<base>:s`, kept for a ttl by every sync that matches them): an
+ * instance whose settings differ changes nothing and gets back `{'settings', the fleet's, instances}`.
+ *
  * ARGV: base key, instance, slice ms, slices, reserve, deposits, calls, hedges, penalties,
  * previous lease slice, previous lease, this instance's calls in the window, '1' to take a lease
- * ('0' when closing).
+ * ('0' when closing), settings.
  * Returns: deposits, calls, hedges sent, penalties, instances, the lease and its slice.
  */
 export const SYNC_SCRIPT = luaScript(`
@@ -23,6 +28,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local sliceMs = tonumber(ARGV[3])
 local slices = tonumber(ARGV[4])
 local ttl = sliceMs * slices
+local sk = base .. ':s'
+local fleet = redis.call('GET', sk)
+if fleet and fleet ~= ARGV[14] then
+  return {'settings', fleet, redis.call('ZCARD', base .. ':i')}
+end
+redis.call('SET', sk, ARGV[14], 'PX', ttl)
 local cur = math.floor(now / sliceMs)
 local leaseSlice = tonumber(ARGV[10])
 local lease = tonumber(ARGV[11])
@@ -79,8 +90,54 @@ export interface FleetView {
   leaseSlice: number;
 }
 
-/** Reads the script's reply. */
-export function parseView(reply: unknown): FleetView {
+/** The settings every instance of a fleet must share, as the sync script compares them. */
+export interface SharedSettings {
+  ttlMs: number;
+  ratio: number;
+  minPerSecond: number;
+}
+
+const SHARED: readonly (keyof SharedSettings)[] = ['ttlMs', 'ratio', 'minPerSecond'];
+
+/** The settings as stored in Redis: `ttlMs=10000 ratio=0.05 minPerSecond=10`. */
+export function settingsFingerprint(s: SharedSettings): string {
+  return SHARED.map((k) => `${k}=${s[k]}`).join(' ');
+}
+
+/** A sync refused because this instance's settings differ from the fleet's. */
+export class SettingsMismatch extends Error {
+  readonly code = 'TAILCUT_FLEET_SETTINGS';
+  constructor(
+    message: string,
+    /** Instances sharing the fleet's settings. */
+    readonly instances: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Names each setting that differs: `ttlMs 5000 here, 10000 in the fleet`. */
+function differences(mine: string, fleet: string): string {
+  const theirs = new Map(fleet.split(' ').map((kv) => kv.split('=') as [string, string]));
+  return mine
+    .split(' ')
+    .map((kv) => kv.split('=') as [string, string])
+    .filter(([k, v]) => theirs.get(k) !== v)
+    .map(([k, v]) => `${k} ${v} here, ${theirs.get(k) ?? 'unset'} in the fleet`)
+    .join(', ');
+}
+
+/**
+ * Reads the script's reply; throws {@link SettingsMismatch} when the fleet's settings differ from
+ * `mine` (this instance's fingerprint).
+ */
+export function parseView(reply: unknown, mine: string): FleetView {
+  if (Array.isArray(reply) && reply[0] === 'settings') {
+    throw new SettingsMismatch(
+      `settings differ from the fleet's (${differences(mine, String(reply[1]))})`,
+      Number(reply[2]),
+    );
+  }
   if (!Array.isArray(reply) || reply.length !== 7) {
     throw new Error(`unexpected reply from the sync script: ${String(reply)}`);
   }

@@ -252,6 +252,37 @@ describe('createFleetBudget', () => {
     await ok.close();
   });
 
+  it('keeps an instance whose ttlMs, ratio or minPerSecond differ out of the fleet budget, says why, and lets it in once the old settings are gone', async () => {
+    const reasons: string[] = [];
+    const [old] = await fleetOf(1, 'settings');
+    const changed = await createFleetBudget({
+      url: redis.url,
+      name: 'settings',
+      syncMs: 100,
+      ...FLEET,
+      ttlMs: 4_000,
+      ratio: 0.1,
+      onModeChange: (m: FleetMode, reason: string) => reasons.push(`${m}: ${reason}`),
+    });
+    // Rolling out a config change: the new instance decides locally, on its part of its floor.
+    expect(changed.stats().mode).toBe('local');
+    expect(changed.stats().localReason).toContain('ttlMs 4000 here, 2000 in the fleet');
+    expect(changed.stats().localReason).toContain('ratio 0.1 here, 0.05 in the fleet');
+    expect(reasons).toHaveLength(1);
+    for (let i = 0; i < 10; i++) changed[BUDGET_PORT].deposit();
+    await waitFor(() => changed.stats().syncFailures >= 3);
+    expect(reasons).toHaveLength(1); // told once
+    expect(old?.stats().mode).toBe('shared');
+    expect(old?.stats().instances).toBe(1);
+    expect(old?.stats().fleetCalls).toBe(0);
+    // The last instance with the old settings leaves: a ttl later the new settings are the fleet's.
+    await old?.close();
+    await waitFor(() => changed.stats().mode === 'shared', { message: 'the new settings joined' });
+    expect(reasons.at(-1)).toMatch(/^shared/);
+    await waitFor(() => changed.stats().fleetCalls === 10); // its calls while outside, resent
+    await changed.close();
+  });
+
   it('with ratio 0 allows the floor only, shared by the fleet', async () => {
     const fleet = await fleetOf(2, 'ratio0', { ratio: 0, minPerSecond: 5 });
     const log = await sixInstances(
