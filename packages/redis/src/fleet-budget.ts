@@ -10,7 +10,7 @@ import {
 import { MAX_READ_KEYS, PUBLISH_SCRIPT, READ_SCRIPT } from './histogram-scripts.js';
 import { encodeSnapshot, mergeSnapshots, RouteHistograms, seedSamples } from './histograms.js';
 import { baseKey, histogramKey } from './keys.js';
-import { Ledger, SLICES, UNIT } from './ledger.js';
+import { Ledger, SLICES, type SyncPart, UNIT } from './ledger.js';
 import { borrowedLink, ownLink, type RedisLink } from './link.js';
 import {
   type FleetBudgetOptions,
@@ -89,7 +89,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
   private local: BudgetPort | undefined;
   private localReason: string | undefined;
   private mode: FleetMode = 'shared';
-  private inflight: { at: number; done: Promise<void> } | undefined;
+  private inflight: { at: number; parts: SyncPart[]; done: Promise<void> } | undefined;
   /** Set when `close()` is first called. */
   private stopping = false;
   private syncTimer: NodeJS.Timeout | undefined;
@@ -282,9 +282,11 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
 
   /**
    * One sync (at most one in flight). A sync unanswered after `timeoutMs` puts the instance in
-   * local mode meanwhile, but it is awaited (and its reply taken) for up to a ttl: a sync given up
-   * earlier may still run in Redis later, and its deltas, resent, would then count twice. Start
-   * and `close()` wait for it at most `timeoutMs` and leave it running.
+   * local mode meanwhile, but it is awaited (and its reply taken) for up to a ttl before it is
+   * given up and its deltas resent: a Redis that hangs is not sent a sync every `syncMs` to pile
+   * up, and a sync that answers late still brings its lease. Resending is safe either way (the
+   * script adds a part only if the sync that first sent it never ran). Start and `close()` wait
+   * for it at most `timeoutMs` and leave it running.
    */
   private async sync(): Promise<void> {
     const t = now();
@@ -293,28 +295,36 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       if (t - inflight.at < this.s.timeoutMs) return;
       this.goLocal(`Redis unreachable (no answer within ${this.s.timeoutMs} ms)`);
       if (t - inflight.at < this.s.ttlMs) return;
-      this.inflight = undefined; // abandoned: a client that never answers must not stop the syncs
+      // Given up (a client that never answers must not stop the syncs): its parts are resent.
+      this.inflight = undefined;
+      this.ledger.requeue(inflight.parts);
     }
+    const { parts, giveBack } = this.ledger.send(t);
     let settled = () => {};
-    const mine = { at: t, done: new Promise<void>((resolve) => (settled = resolve)) };
+    const mine = { at: t, parts, done: new Promise<void>((resolve) => (settled = resolve)) };
     this.inflight = mine;
-    const { deltas, giveBack } = this.ledger.send(t);
     const args = [
       this.base,
       this.instance,
       String(this.s.ttlMs / SLICES),
       String(SLICES),
       String(this.reserve),
-      String(deltas.deposits),
-      String(deltas.calls),
-      String(deltas.hedges),
-      String(deltas.penalties),
       String(giveBack?.slice ?? -1),
       String(giveBack?.amount ?? 0),
+      String(giveBack?.seq ?? 0),
       String(this.ledger.ownCalls(t)),
       this.stopping ? '0' : '1',
       this.fingerprint,
     ];
+    for (const { seq, deltas: d } of parts) {
+      args.push(
+        String(seq),
+        String(d.deposits),
+        String(d.calls),
+        String(d.hedges),
+        String(d.penalties),
+      );
+    }
     try {
       const reply = await within(
         this.link.script(SYNC_SCRIPT, args),
@@ -327,7 +337,7 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
       if (!this.stopping) this.goShared();
     } catch (error) {
       if (this.inflight !== mine) return;
-      this.ledger.requeue(deltas, now());
+      this.ledger.requeue(parts);
       this.syncFailures++;
       if (this.stopping) return;
       if (error instanceof SettingsMismatch) {

@@ -75,6 +75,52 @@ describe('deadlines while Redis hangs', () => {
     await client.close();
   });
 
+  it('counts the calls of a sync given up once, when the stalled Redis runs it after all', async () => {
+    const client = createClient({ url: redis.url });
+    client.on('error', () => {});
+    await client.connect();
+    // The client passed in is watched: how many sync scripts reach the (stalled) Redis.
+    let paused = false;
+    let syncsWhilePaused = 0;
+    let instance = '';
+    const watched = {
+      sendCommand(args: readonly string[]) {
+        if (paused && args[0]?.startsWith('EVAL') && args.includes(instance)) syncsWhilePaused++;
+        return client.sendCommand([...args]);
+      },
+    };
+    const budget = await createFleetBudget({
+      client: watched,
+      name: 'd-resend',
+      ttlMs: 1_000,
+      syncMs: 100,
+      timeoutMs: 100,
+      warmStart: false,
+      ...quiet,
+    });
+    instance = budget.instance; // sync scripts name it; publishes and reads do not
+    await waitFor(() => budget.stats().syncs >= 2);
+    for (let i = 0; i < 100; i++) budget[BUDGET_PORT].deposit();
+    redis.pause();
+    paused = true;
+    try {
+      // Each sync waits a ttl before it is given up and resent: three sent while Redis hangs means
+      // the 100 calls went out at least twice, all waiting in Redis's socket.
+      await waitFor(() => syncsWhilePaused >= 3, {
+        message: () => `${syncsWhilePaused} syncs sent`,
+      });
+    } finally {
+      paused = false;
+      redis.resume();
+    }
+    const synced = budget.stats().syncs;
+    await waitFor(() => budget.stats().mode === 'shared' && budget.stats().syncs >= synced + 2);
+    // Still within the ttl of the slice Redis counted them in (it ran them after the resume).
+    expect(budget.stats().fleetCalls).toBe(100);
+    await budget.close();
+    await client.close();
+  });
+
   it('starts at once, in local mode, when the connection is refused', async () => {
     let budget: Awaited<ReturnType<typeof createFleetBudget>> | undefined;
     const ms = await timed(async () => {
