@@ -50,9 +50,10 @@ export interface FleetBudget extends HedgeBudget {
   readonly instance: string;
   stats(): FleetBudgetStats;
   /**
-   * Gives back this instance's unused lease, publishes its histograms (both within `timeoutMs`),
-   * stops syncing and closes the connection the budget opened. Idempotent. A client still using
-   * the budget afterwards keeps working on a local budget with this instance's last share.
+   * Gives back this instance's unused lease, publishes its histograms, stops syncing and closes
+   * the connection the budget opened (destroying it if Redis hangs), all within `timeoutMs`; a
+   * client passed in is left open. Idempotent. A client still using the budget afterwards keeps
+   * working on a local budget with this instance's last share.
    */
   close(): Promise<void>;
 }
@@ -473,8 +474,10 @@ class RedisFleetBudget implements BudgetPort, FleetBudget {
  * whole fleet), within one sync interval's hedges. Each instance decides locally against a lease
  * it renews every `syncMs` in one round trip; calls never wait on Redis. When Redis is slow or
  * down the instance falls back to a local budget with its last known share of the floor, and
- * rejoins when Redis answers. Resolves after the first sync and the warm-start read, each given at
- * most `timeoutMs` (an unreachable Redis does not make it reject: the budget starts in local mode).
+ * rejoins when Redis answers. Resolves after the first sync and the warm-start read, within
+ * `timeoutMs` in all (an unreachable Redis does not make it reject: the budget starts in local
+ * mode, at once if the connection is refused). Instances of one `name` must agree on `ttlMs`,
+ * `ratio` and `minPerSecond`: one that differs from the fleet stays in local mode, saying why.
  * Throws a `TailcutError` (`TAILCUT_INVALID_OPTION`) naming the option and value when an option is invalid.
  */
 export async function createFleetBudget(options: FleetBudgetOptions): Promise<FleetBudget> {

@@ -9,7 +9,7 @@ export type RedisClientLike =
 
 /** Options of {@link createFleetBudget}. */
 export interface FleetBudgetOptions {
-  /** Redis URL (`redis://` or `rediss://`); the budget opens its own node-redis connection. Give this or `client`. */
+  /** Redis URL, `redis[s]://[user:password@]host[:port][/db]`; the budget opens its own node-redis connection. Give this or `client`. */
   url?: string;
   /** A connected node-redis or ioredis client to use instead of `url`; the budget does not close it. */
   client?: RedisClientLike;
@@ -25,9 +25,9 @@ export interface FleetBudgetOptions {
   maxConcurrentHedges?: number;
   /** Weighs calls (e.g. prompt tokens), as tailcut's `budget.cost`. Default: every call costs 1. */
   cost?: (request: KeyRequest) => number;
-  /** How often each instance syncs with Redis, one round trip (integer 50 … 5,000 ms). Default 200. */
+  /** How often each instance syncs with Redis, one round trip (integer 50 … 5,000 ms, at most `ttlMs` / 4). Default 200. */
   syncMs?: number;
-  /** A sync without an answer after this long puts the instance in local mode (integer 10 … 60,000 ms). Default 1,000. */
+  /** A sync without an answer after this long puts the instance in local mode; start-up and `close()` take at most this long (integer 10 … 60,000 ms). Default 1,000. */
   timeoutMs?: number;
   /** Prefix of every key. Default `tailcut`. */
   prefix?: string;
@@ -41,7 +41,7 @@ export interface FleetBudgetOptions {
   meterProvider?: MeterProvider;
 }
 
-/** `shared`: deciding against a lease from Redis; `local`: Redis unreachable, a local budget with this instance's share of the floor. */
+/** `shared`: deciding against a lease from Redis; `local`: Redis unreachable (or this instance's settings differ from the fleet's), a local budget with this instance's share of the floor. */
 export type FleetMode = 'shared' | 'local';
 
 /** Options after validation, with defaults. */
