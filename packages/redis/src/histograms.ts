@@ -62,9 +62,23 @@ export function encodeSnapshot(route: string, base64: string): string {
   return `${route}\n${base64}`;
 }
 
+/** The histogram a snapshot holds, or undefined when it does not parse or holds a value out of range. */
+function decodeSnapshot(base64: string): hdr.Histogram | undefined {
+  let h: hdr.Histogram | undefined;
+  try {
+    h = hdr.decodeFromCompressedBase64(base64);
+    if (h.maxValue > HIGHEST_US) throw new RangeError(`${h.maxValue} µs is over an hour`);
+    return h;
+  } catch {
+    h?.destroy();
+    return undefined;
+  }
+}
+
 /**
- * Merges published snapshots per route (HDR histograms add exactly). Values that do not parse
- * are skipped: a foreign or corrupt key must not stop a start.
+ * Merges published snapshots per route (HDR histograms add exactly). A value that does not parse,
+ * or holds a latency out of range (over an hour), is skipped alone: a foreign or corrupt key must
+ * not stop a start, nor the other keys' warm start.
  */
 export function mergeSnapshots(values: readonly unknown[]): Map<string, hdr.Histogram> {
   const merged = new Map<string, hdr.Histogram>();
@@ -73,20 +87,14 @@ export function mergeSnapshots(values: readonly unknown[]): Map<string, hdr.Hist
     const cut = value.indexOf('\n');
     if (cut < 0) continue;
     const route = value.slice(0, cut);
-    let h: hdr.Histogram;
-    try {
-      h = hdr.decodeFromCompressedBase64(value.slice(cut + 1));
-    } catch {
-      continue;
-    }
-    const into = merged.get(route);
+    const h = decodeSnapshot(value.slice(cut + 1));
+    if (h === undefined) continue;
+    let into = merged.get(route);
     if (into === undefined) {
-      const fresh = newHistogram();
-      fresh.add(h);
-      merged.set(route, fresh);
-    } else {
-      into.add(h);
+      into = newHistogram();
+      merged.set(route, into);
     }
+    into.add(h);
     h.destroy();
   }
   return merged;

@@ -18,6 +18,18 @@ export interface LedgerSettings {
 export interface Lease {
   slice: number;
   amount: number;
+  /** The sync that took it: Redis gives it back only if no later sync of this instance ran since. */
+  seq: number;
+}
+
+/**
+ * Deltas as first sent by the sync numbered `seq` at `at`. Resent under the same number, so that
+ * Redis adds them only if that sync never ran there (a sync given up may still run later).
+ */
+export interface SyncPart {
+  seq: number;
+  at: number;
+  deltas: SyncDeltas;
 }
 
 const zero = (): SyncDeltas => ({ deposits: 0, calls: 0, hedges: 0, penalties: 0 });
@@ -44,7 +56,9 @@ export class Ledger {
   /** Since the last sync was sent. */
   private unsent = zero();
   /** Deltas of syncs that failed, to send again while younger than a ttl. */
-  private pending: { at: number; deltas: SyncDeltas }[] = [];
+  private pending: SyncPart[] = [];
+  /** The number of the last sync sent. */
+  private seq = 0;
   private readonly calls = new Array<number>(SLICES).fill(0);
   private callSum = 0;
   private sliceIndex: number;
@@ -113,31 +127,35 @@ export class Ledger {
   }
 
   /**
-   * Starts a sync: returns what to send (unsent and pending deltas younger than a ttl) and the
-   * lease to give back; the lease left is what remains after the spending sent.
+   * Starts a sync, numbered one more than the last: returns what to send (the unsent deltas under
+   * the new number first, then those of failed syncs first sent less than a ttl ago, under
+   * theirs) and the lease to give back; the lease left is what remains after the spending sent.
    */
-  send(now: number): { deltas: SyncDeltas; giveBack: Lease | undefined } {
+  send(now: number): { parts: SyncPart[]; giveBack: Lease | undefined } {
     const sent = this.unsent;
     this.lease += sent.deposits - sent.hedges - sent.penalties;
     this.unsent = zero();
-    const deltas = zero();
-    addInto(deltas, sent);
-    this.pending = this.pending.filter((p) => now - p.at < this.s.ttlMs);
-    for (const p of this.pending) addInto(deltas, p.deltas);
+    const fresh = { seq: ++this.seq, at: now, deltas: zero() };
+    addInto(fresh.deltas, sent);
+    const parts = [fresh, ...this.pending.filter((p) => now - p.at < this.s.ttlMs)];
     this.pending = [];
-    return { deltas, giveBack: this.taken };
+    return { parts, giveBack: this.taken };
   }
 
-  /** The sync answered: the fleet's window and a new lease, from which what was spent since is taken. */
+  /**
+   * The last sync sent answered (one is in flight at a time): the fleet's window and a new lease,
+   * from which what was spent since is taken.
+   */
   accept(view: FleetView): void {
     this.view = view;
     this.lease = view.lease;
-    this.taken = view.lease > 0 ? { slice: view.leaseSlice, amount: view.lease } : undefined;
+    this.taken =
+      view.lease > 0 ? { slice: view.leaseSlice, amount: view.lease, seq: this.seq } : undefined;
   }
 
-  /** The sync failed: its deltas are kept to send again (while younger than a ttl). */
-  requeue(deltas: SyncDeltas, now: number): void {
-    this.pending.push({ at: now, deltas });
+  /** A sync failed or was given up: its parts are kept to send again (while younger than a ttl). */
+  requeue(parts: readonly SyncPart[]): void {
+    this.pending.push(...parts);
   }
 
   /** Hedges per second this instance sustains: its share of the fleet's rate. */

@@ -8,10 +8,16 @@ export interface RedisLink {
   command(args: readonly string[]): Promise<unknown>;
   /** Runs a Lua script with no KEYS (EVALSHA, falling back to EVAL after a restart: NOSCRIPT). */
   script(script: LuaScript, args: readonly string[]): Promise<unknown>;
-  /** Resolves once the connection is ready (at once for a client passed in). */
+  /**
+   * Resolves once the connection is ready or its first attempt failed (a refused connection
+   * need not wait out a deadline); at once for a client passed in.
+   */
   ready: Promise<void>;
-  /** Closes the connection if the budget opened it; a client passed in is left open. */
-  close(): Promise<void>;
+  /**
+   * Closes the connection if the budget opened it, waiting at most `ms` for replies still due
+   * before destroying it; a client passed in is left open.
+   */
+  close(ms: number): Promise<void>;
 }
 
 /** A Lua script and its SHA-1. */
@@ -27,7 +33,7 @@ export function luaScript(source: string): LuaScript {
 
 function linkOver(
   send: (args: readonly string[]) => Promise<unknown>,
-  close: () => Promise<void>,
+  close: (ms: number) => Promise<void>,
   ready: Promise<void> = Promise.resolve(),
 ): RedisLink {
   return {
@@ -63,6 +69,20 @@ export function borrowedLink(client: RedisClientLike): RedisLink {
 }
 
 /**
+ * node-redis's `close()` waits for every reply still due, with no deadline: a Redis that hangs
+ * would hang it. After `ms` the connection is destroyed (those replies are lost).
+ */
+async function closeWithin(client: { close(): Promise<unknown>; destroy(): void }, ms: number) {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  const outcome = await Promise.race([client.close().catch(() => 'late' as const), late]);
+  clearTimeout(timer);
+  if (outcome === 'late') client.destroy();
+}
+
+/**
  * Opens a node-redis connection of the budget's own: no offline queue (a command while
  * disconnected fails at once instead of waiting), reconnecting in the background with a capped
  * backoff, connection errors swallowed (the budget reports them through its mode).
@@ -85,7 +105,10 @@ export function ownLink(url: string, timeoutMs: number): RedisLink {
   client.on('ready', () => {
     lastError = undefined;
   });
-  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+  const ready = new Promise<void>((resolve) => {
+    client.once('ready', () => resolve());
+    client.once('error', () => resolve());
+  });
   client.connect().catch(() => {});
   let closed: Promise<void> | undefined;
   return linkOver(
@@ -93,10 +116,8 @@ export function ownLink(url: string, timeoutMs: number): RedisLink {
       client.isReady || lastError === undefined
         ? client.sendCommand(args as string[])
         : Promise.reject(new Error(`not connected: ${lastError.message}`, { cause: lastError })),
-    () => {
-      closed ??= client.isOpen
-        ? client.close().catch(() => client.destroy())
-        : Promise.resolve(client.destroy());
+    (ms) => {
+      closed ??= client.isOpen ? closeWithin(client, ms) : Promise.resolve(client.destroy());
       return closed;
     },
     ready,

@@ -9,7 +9,7 @@ export type RedisClientLike =
 
 /** Options of {@link createFleetBudget}. */
 export interface FleetBudgetOptions {
-  /** Redis URL (`redis://` or `rediss://`); the budget opens its own node-redis connection. Give this or `client`. */
+  /** Redis URL, `redis[s]://[user:password@]host[:port][/db]`; the budget opens its own node-redis connection. Give this or `client`. */
   url?: string;
   /** A connected node-redis or ioredis client to use instead of `url`; the budget does not close it. */
   client?: RedisClientLike;
@@ -25,9 +25,9 @@ export interface FleetBudgetOptions {
   maxConcurrentHedges?: number;
   /** Weighs calls (e.g. prompt tokens), as tailcut's `budget.cost`. Default: every call costs 1. */
   cost?: (request: KeyRequest) => number;
-  /** How often each instance syncs with Redis, one round trip (integer 50 … 5,000 ms). Default 200. */
+  /** How often each instance syncs with Redis, one round trip (integer 50 … 5,000 ms, at most `ttlMs` / 4). Default 200. */
   syncMs?: number;
-  /** A sync without an answer after this long puts the instance in local mode (integer 10 … 60,000 ms). Default 1,000. */
+  /** A sync without an answer after this long puts the instance in local mode; start-up and `close()` take at most this long (integer 10 … 60,000 ms). Default 1,000. */
   timeoutMs?: number;
   /** Prefix of every key. Default `tailcut`. */
   prefix?: string;
@@ -41,7 +41,7 @@ export interface FleetBudgetOptions {
   meterProvider?: MeterProvider;
 }
 
-/** `shared`: deciding against a lease from Redis; `local`: Redis unreachable, a local budget with this instance's share of the floor. */
+/** `shared`: deciding against a lease from Redis; `local`: Redis unreachable (or this instance's settings differ from the fleet's), a local budget with this instance's share of the floor. */
 export type FleetMode = 'shared' | 'local';
 
 /** Options after validation, with defaults. */
@@ -90,11 +90,17 @@ function invalid(option: string, value: unknown, rule: string): TailcutError {
   );
 }
 
+/**
+ * A string for an error message, without credentials: in anything shaped like a URL, all from
+ * the scheme to the last `@` (a password may hold `/`, `@` or `:`, as in `redis://u:a/b@c@host`).
+ */
+function redact(value: string): string {
+  return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*).*@/s, '$1***@');
+}
+
 /** A value for an error message: URLs lose their credentials. */
 function show(value: unknown): string {
-  if (typeof value === 'string') {
-    return JSON.stringify(value.replace(/(\/\/)[^/@]*@/, '$1***@'));
-  }
+  if (typeof value === 'string') return JSON.stringify(redact(value));
   if (typeof value === 'function') return 'a function';
   if (typeof value === 'object' && value !== null) return 'an object';
   return String(value);
@@ -115,6 +121,23 @@ function number(
   }
   if (integer && !Number.isInteger(v)) throw invalid(key, v, `an integer from ${min} to ${max}`);
   return v;
+}
+
+/** A URL node-redis takes: `redis[s]://[userinfo@]host[:port][/db]`, nothing else. */
+function isRedisUrl(url: unknown): boolean {
+  if (typeof url !== 'string' || !/^rediss?:\/\//i.test(url)) return false;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  return (
+    parsed.hostname !== '' &&
+    /^(\/(\d{1,9})?)?$/.test(parsed.pathname) &&
+    parsed.search === '' &&
+    parsed.hash === ''
+  );
 }
 
 function optionalFunction<F>(o: Record<string, unknown>, key: string): F | undefined {
@@ -139,16 +162,12 @@ export function validateFleetOptions(input: unknown): FleetSettings {
   if ((url === undefined) === (client === undefined)) {
     throw invalid('url', url, 'given, or else `client`, but not both');
   }
-  if (url !== undefined) {
-    let parsed: URL | undefined;
-    try {
-      parsed = typeof url === 'string' ? new URL(url) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (parsed === undefined || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')) {
-      throw invalid('url', url, 'a redis:// or rediss:// URL');
-    }
+  if (url !== undefined && !isRedisUrl(url)) {
+    throw invalid(
+      'url',
+      url,
+      'a redis:// or rediss:// URL with a host, an optional port and an optional database number (`redis://user:password@host:6379/0`)',
+    );
   }
   if (
     client !== undefined &&
@@ -183,13 +202,18 @@ export function validateFleetOptions(input: unknown): FleetSettings {
     throw invalid('meterProvider', mp, 'an OpenTelemetry MeterProvider');
   }
   const syncMs = number(o, 'syncMs', 200, 50, 5_000, true);
+  const ttlMs = number(o, 'ttlMs', 10_000, 1_000, 600_000, true);
+  if (syncMs > ttlMs / 4) {
+    // Fewer than four syncs per window: leases would outlive the window they are counted in.
+    throw invalid('syncMs', syncMs, `at most \`ttlMs\` / 4 (${ttlMs / 4} with ttlMs ${ttlMs})`);
+  }
   return {
     url: url as string | undefined,
     client: client as RedisClientLike | undefined,
     name: o.name,
     ratio: number(o, 'ratio', 0.05, 0, 1, false),
     minPerSecond: number(o, 'minPerSecond', 10, 0, 1_000_000, false),
-    ttlMs: number(o, 'ttlMs', 10_000, 1_000, 600_000, true),
+    ttlMs,
     maxConcurrentHedges: number(o, 'maxConcurrentHedges', 100, 0, 1_000_000, true),
     cost: optionalFunction(o, 'cost'),
     syncMs,

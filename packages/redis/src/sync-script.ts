@@ -11,9 +11,19 @@ import { luaScript } from './link.js';
  * 5. leases this instance its share of the balance (its calls ÷ the fleet's calls in the window,
  *    or 1 ÷ instances before any call), counted at once as spent so no other instance can lease it.
  *
- * ARGV: base key, instance, slice ms, slices, reserve, deposits, calls, hedges, penalties,
- * previous lease slice, previous lease, this instance's calls in the window, '1' to take a lease
- * ('0' when closing).
+ * Before all that, the instance's settings (ARGV[11], see {@link settingsFingerprint}) are
+ * checked against the fleet's (`<base>:s`, kept for a ttl by every sync that matches them): an
+ * instance whose settings differ changes nothing and gets back `{'settings', the fleet's, instances}`.
+ *
+ * Syncs are numbered per instance; `<base>:q:<instance>` keeps the last that ran. Deltas come in
+ * parts, each under the number of the sync that first sent it: a part resent after a sync was
+ * given up is added only if that sync never ran (a stalled Redis may run it late), and the
+ * previous lease is given back only if the sync that took it is the last that ran.
+ *
+ * ARGV: base key, instance, slice ms, slices, reserve, previous lease slice, previous lease, the
+ * sync that took it, this instance's calls in the window, '1' to take a lease ('0' when
+ * closing), settings, then per part: sync number, deposits, calls, hedges, penalties (this
+ * sync's own part first).
  * Returns: deposits, calls, hedges sent, penalties, instances, the lease and its slice.
  */
 export const SYNC_SCRIPT = luaScript(`
@@ -23,19 +33,37 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local sliceMs = tonumber(ARGV[3])
 local slices = tonumber(ARGV[4])
 local ttl = sliceMs * slices
+local sk = base .. ':s'
+local fleet = redis.call('GET', sk)
+if fleet and fleet ~= ARGV[11] then
+  return {'settings', fleet, redis.call('ZCARD', base .. ':i')}
+end
+redis.call('SET', sk, ARGV[11], 'PX', ttl)
 local cur = math.floor(now / sliceMs)
-local leaseSlice = tonumber(ARGV[10])
-local lease = tonumber(ARGV[11])
-if lease > 0 and leaseSlice > cur - slices then
+local qk = base .. ':q:' .. ARGV[2]
+local last = tonumber(redis.call('GET', qk) or 0)
+redis.call('SET', qk, ARGV[12], 'PX', ttl)
+local leaseSlice = tonumber(ARGV[6])
+local lease = tonumber(ARGV[7])
+if lease > 0 and leaseSlice > cur - slices and last == tonumber(ARGV[8]) then
   local lk = base .. ':w:' .. leaseSlice
   if redis.call('EXISTS', lk) == 1 then redis.call('HINCRBY', lk, 'h', -lease) end
 end
+local dd, dc, dh, dp = 0, 0, 0, 0
+for i = 12, #ARGV, 5 do
+  if tonumber(ARGV[i]) > last then
+    dd = dd + tonumber(ARGV[i + 1])
+    dc = dc + tonumber(ARGV[i + 2])
+    dh = dh + tonumber(ARGV[i + 3])
+    dp = dp + tonumber(ARGV[i + 4])
+  end
+end
 local key = base .. ':w:' .. cur
-redis.call('HINCRBY', key, 'd', ARGV[6])
-redis.call('HINCRBY', key, 'c', ARGV[7])
-redis.call('HINCRBY', key, 'h', ARGV[8])
-redis.call('HINCRBY', key, 'x', ARGV[8])
-redis.call('HINCRBY', key, 'p', ARGV[9])
+redis.call('HINCRBY', key, 'd', dd)
+redis.call('HINCRBY', key, 'c', dc)
+redis.call('HINCRBY', key, 'h', dh)
+redis.call('HINCRBY', key, 'x', dh)
+redis.call('HINCRBY', key, 'p', dp)
 redis.call('PEXPIRE', key, ttl + 2 * sliceMs)
 local ik = base .. ':i'
 redis.call('ZADD', ik, now, ARGV[2])
@@ -53,9 +81,9 @@ for s = cur - slices + 1, cur do
 end
 local balance = tonumber(ARGV[5]) + d - h - p
 local share = 1 / n
-if c > 0 then share = math.min(1, tonumber(ARGV[12]) / c) end
+if c > 0 then share = math.min(1, tonumber(ARGV[9]) / c) end
 local grant = 0
-if balance > 0 and ARGV[13] == '1' then grant = math.floor(balance * share) end
+if balance > 0 and ARGV[10] == '1' then grant = math.floor(balance * share) end
 if grant > 0 then redis.call('HINCRBY', key, 'h', grant) end
 return {d, c, x, p, n, grant, cur}
 `);
@@ -79,8 +107,54 @@ export interface FleetView {
   leaseSlice: number;
 }
 
-/** Reads the script's reply. */
-export function parseView(reply: unknown): FleetView {
+/** The settings every instance of a fleet must share, as the sync script compares them. */
+export interface SharedSettings {
+  ttlMs: number;
+  ratio: number;
+  minPerSecond: number;
+}
+
+const SHARED: readonly (keyof SharedSettings)[] = ['ttlMs', 'ratio', 'minPerSecond'];
+
+/** The settings as stored in Redis: `ttlMs=10000 ratio=0.05 minPerSecond=10`. */
+export function settingsFingerprint(s: SharedSettings): string {
+  return SHARED.map((k) => `${k}=${s[k]}`).join(' ');
+}
+
+/** A sync refused because this instance's settings differ from the fleet's. */
+export class SettingsMismatch extends Error {
+  readonly code = 'TAILCUT_FLEET_SETTINGS';
+  constructor(
+    message: string,
+    /** Instances sharing the fleet's settings. */
+    readonly instances: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Names each setting that differs: `ttlMs 5000 here, 10000 in the fleet`. */
+function differences(mine: string, fleet: string): string {
+  const theirs = new Map(fleet.split(' ').map((kv) => kv.split('=') as [string, string]));
+  return mine
+    .split(' ')
+    .map((kv) => kv.split('=') as [string, string])
+    .filter(([k, v]) => theirs.get(k) !== v)
+    .map(([k, v]) => `${k} ${v} here, ${theirs.get(k) ?? 'unset'} in the fleet`)
+    .join(', ');
+}
+
+/**
+ * Reads the script's reply; throws {@link SettingsMismatch} when the fleet's settings differ from
+ * `mine` (this instance's fingerprint).
+ */
+export function parseView(reply: unknown, mine: string): FleetView {
+  if (Array.isArray(reply) && reply[0] === 'settings') {
+    throw new SettingsMismatch(
+      `settings differ from the fleet's (${differences(mine, String(reply[1]))})`,
+      Number(reply[2]),
+    );
+  }
   if (!Array.isArray(reply) || reply.length !== 7) {
     throw new Error(`unexpected reply from the sync script: ${String(reply)}`);
   }

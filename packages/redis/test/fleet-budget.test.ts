@@ -226,13 +226,61 @@ describe('createFleetBudget', () => {
       [{ url: redis.url, name: 'x', syncMs: 1 }, '`syncMs`'],
       [{ url: redis.url, name: 'x', rate: 1 }, '`rate`'],
       [{ client: { get() {} }, name: 'x' }, '`client`'],
+      // Passwords holding `/` or `@`, or a URL node-redis itself would refuse with a bare TypeError.
+      [{ url: 'redis://user:se/cret@127.0.0.1', name: 'x' }, '"redis://***@127.0.0.1"'],
+      [{ url: 'redis://user:sec@ret@127.0.0.1:99999', name: 'x' }, '"redis://***@127.0.0.1:99999"'],
+      [{ url: 'redis:secret@127.0.0.1', name: 'x' }, '`url`'],
+      [{ url: 'redis://:secret@[::1', name: 'x' }, '`url`'],
+      [{ url: 'redis://127.0.0.1/abc', name: 'x' }, '"redis://127.0.0.1/abc"'],
+      [{ url: 'redis://127.0.0.1/0?db=1', name: 'x' }, '`url`'],
+      [
+        { url: redis.url, name: 'x', ttlMs: 1_000, syncMs: 300 },
+        '`ttlMs` / 4 (250 with ttlMs 1000), got 300',
+      ],
     ];
     for (const [options, named] of bad) {
       const error = await createFleetBudget(options as never).catch((e: unknown) => e);
       expect(isTailcutError(error, 'TAILCUT_INVALID_OPTION'), String(error)).toBe(true);
       expect(String((error as Error).message)).toContain(named);
-      expect(String((error as Error).message)).not.toContain('secret');
+      expect(String((error as Error).message)).not.toMatch(/secret|cret|ret@/);
     }
+    // A well-formed URL with a password and a database number is taken.
+    const ok = await createFleetBudget({
+      url: `redis://:pw@127.0.0.1:${redis.port}/0`,
+      name: 'url-ok',
+    });
+    await ok.close();
+  });
+
+  it('keeps an instance whose ttlMs, ratio or minPerSecond differ out of the fleet budget, says why, and lets it in once the old settings are gone', async () => {
+    const reasons: string[] = [];
+    const [old] = await fleetOf(1, 'settings');
+    const changed = await createFleetBudget({
+      url: redis.url,
+      name: 'settings',
+      syncMs: 100,
+      ...FLEET,
+      ttlMs: 4_000,
+      ratio: 0.1,
+      onModeChange: (m: FleetMode, reason: string) => reasons.push(`${m}: ${reason}`),
+    });
+    // Rolling out a config change: the new instance decides locally, on its part of its floor.
+    expect(changed.stats().mode).toBe('local');
+    expect(changed.stats().localReason).toContain('ttlMs 4000 here, 2000 in the fleet');
+    expect(changed.stats().localReason).toContain('ratio 0.1 here, 0.05 in the fleet');
+    expect(reasons).toHaveLength(1);
+    for (let i = 0; i < 10; i++) changed[BUDGET_PORT].deposit();
+    await waitFor(() => changed.stats().syncFailures >= 3);
+    expect(reasons).toHaveLength(1); // told once
+    expect(old?.stats().mode).toBe('shared');
+    expect(old?.stats().instances).toBe(1);
+    expect(old?.stats().fleetCalls).toBe(0);
+    // The last instance with the old settings leaves: a ttl later the new settings are the fleet's.
+    await old?.close();
+    await waitFor(() => changed.stats().mode === 'shared', { message: 'the new settings joined' });
+    expect(reasons.at(-1)).toMatch(/^shared/);
+    await waitFor(() => changed.stats().fleetCalls === 10); // its calls while outside, resent
+    await changed.close();
   });
 
   it('with ratio 0 allows the floor only, shared by the fleet', async () => {

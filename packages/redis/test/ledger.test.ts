@@ -34,23 +34,31 @@ describe('Ledger', () => {
     const l = new Ledger(settings, 0);
     l.accept(view({ lease: 5 * UNIT, leaseSlice: 7, calls: UNIT }));
     l.spend(UNIT, 0);
-    const { deltas, giveBack } = l.send(0);
-    expect(deltas.hedges).toBe(UNIT);
-    expect(giveBack).toEqual({ slice: 7, amount: 5 * UNIT });
+    const { parts, giveBack } = l.send(0);
+    expect(parts.map((p) => p.deltas.hedges)).toEqual([UNIT]);
+    expect(giveBack).toEqual({ slice: 7, amount: 5 * UNIT, seq: 0 });
     l.spend(UNIT, 1); // during the round trip
     l.accept(view({ lease: 4 * UNIT, leaseSlice: 8, calls: UNIT }));
     expect(l.available()).toBe(3 * UNIT);
   });
 
-  it('sends the deltas of failed syncs again, while younger than a ttl', () => {
+  it('sends the deltas of failed syncs again under their first number, while younger than a ttl', () => {
     const l = new Ledger(settings, 0);
     l.deposit(1, 0);
     const first = l.send(0);
-    l.requeue(first.deltas, 0);
+    l.requeue(first.parts);
     l.deposit(1, 5_000);
-    expect(l.send(5_000).deltas.calls).toBe(2 * UNIT);
-    l.requeue({ deposits: 0, calls: UNIT, hedges: 0, penalties: 0 }, 5_000);
-    expect(l.send(20_000).deltas.calls).toBe(0);
+    const second = l.send(5_000);
+    expect(second.parts.map((p) => [p.seq, p.deltas.calls])).toEqual([
+      [2, UNIT],
+      [1, UNIT],
+    ]);
+    l.requeue(second.parts);
+    // Ten seconds after the first was sent, only the second's part is still resent.
+    expect(l.send(12_000).parts.map((p) => [p.seq, p.deltas.calls])).toEqual([
+      [3, 0],
+      [2, UNIT],
+    ]);
   });
 
   it("paces spending at twice this instance's share of the sustained rate", () => {
