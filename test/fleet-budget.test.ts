@@ -2,7 +2,7 @@
  * Instances of a service as child processes (the lab's fleet-budget runner): a budget each, then
  * one fleet budget in a real redis-server that is killed mid-run and restarted empty.
  */
-import { runFleetBudget } from '@tailcut/lab';
+import { REDIS_TESTS, runFleetBudget } from '@tailcut/lab';
 import { describe, expect, it } from 'vitest';
 
 const o = { ratio: 0.05, minPerSecond: 5, ttlMs: 2_000, syncMs: 100 };
@@ -10,7 +10,7 @@ const o = { ratio: 0.05, minPerSecond: 5, ttlMs: 2_000, syncMs: 100 };
 const tolerance = (instances: number, callsPerSecond: number) =>
   (o.ratio * callsPerSecond + o.minPerSecond) * ((2 * o.syncMs) / 1000) + instances;
 
-describe('fleet budget across processes', () => {
+describe.runIf(REDIS_TESTS)('fleet budget across processes', () => {
   it('holds N processes to one bound where per-instance budgets do not, through a Redis kill and restart', async () => {
     const instances = 4;
     const report = await runFleetBudget({

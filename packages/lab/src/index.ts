@@ -4,7 +4,7 @@ export { measureOverhead, type OverheadRow } from './bench/overhead.js';
 export { type Fleet, type FleetStats, startFleet } from './fleet/fleet.js';
 export { D2, D3, drawLatency, type Profile } from './fleet/profile.js';
 export { type FleetCost, measureFleetCost } from './fleet-budget/cost.js';
-export { startRedis, type TestRedis } from './fleet-budget/redis-server.js';
+export { REDIS_TESTS, startRedis, type TestRedis } from './fleet-budget/redis-server.js';
 export {
   type BudgetRun,
   type FleetBudgetLabOptions,

@@ -6,13 +6,17 @@
 import { createClient } from 'redis';
 import { BUDGET_PORT } from 'tailcut/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../../lab/src/fleet-budget/redis-server.js';
+import {
+  REDIS_TESTS,
+  startRedis,
+  type TestRedis,
+} from '../../lab/src/fleet-budget/redis-server.js';
 import { waitFor } from '../../tailcut/test/support/wait.js';
 import { createFleetBudget } from '../src/index.js';
 
 let redis: TestRedis;
 beforeAll(async () => {
-  redis = await startRedis();
+  if (REDIS_TESTS) redis = await startRedis();
 });
 afterAll(async () => {
   redis?.resume();
@@ -30,7 +34,7 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
 const SLACK = 1_000;
 const quiet = { onModeChange: () => {} };
 
-describe('deadlines while Redis hangs', () => {
+describe.runIf(REDIS_TESTS)('deadlines while Redis hangs', () => {
   it('close() of a budget with its own connection finishes within timeoutMs', async () => {
     const budget = await createFleetBudget({
       url: redis.url,

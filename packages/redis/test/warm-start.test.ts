@@ -4,13 +4,18 @@ import { createClient } from 'redis';
 import { createHedgedFetch } from 'tailcut';
 import { BUDGET_PORT } from 'tailcut/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../../lab/src/fleet-budget/redis-server.js';
+import {
+  REDIS_TESTS,
+  startRedis,
+  type TestRedis,
+} from '../../lab/src/fleet-budget/redis-server.js';
 import { waitFor } from '../../tailcut/test/support/wait.js';
 import { createFleetBudget } from '../src/index.js';
 
 let redis: TestRedis;
 let client: ReturnType<typeof createClient>;
 beforeAll(async () => {
+  if (!REDIS_TESTS) return;
   redis = await startRedis();
   client = createClient({ url: redis.url });
   await client.connect();
@@ -55,7 +60,7 @@ async function warmDelay(name: string) {
   return { delay, stats };
 }
 
-describe('warm start from a messy fleet', () => {
+describe.runIf(REDIS_TESTS)('warm start from a messy fleet', () => {
   it('skips a snapshot with a latency over an hour, and only that one', async () => {
     const base = 'tailcut:{w-range}';
     await list(

@@ -3,7 +3,7 @@
  * no persistence, started and killed by its owner. `restart()` brings it back on the same port
  * with its state lost, as a crashed Redis without persistence comes back.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -22,6 +22,24 @@ export interface TestRedis {
   /** Sends one inline command and returns the raw reply (for INFO and the like). */
   command(line: string): Promise<string>;
 }
+
+/** True when Debian's `redis-server` is on the PATH. */
+export function redisServerInstalled(): boolean {
+  try {
+    return (
+      execFileSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim() !== ''
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the tests that need a real Redis run: when `redis-server` is installed, and always in
+ * CI (`.ci/run` installs it; a missing server must fail there, not skip). Elsewhere they skip and
+ * say why, so the README's test command works with only Node.js and npm.
+ */
+export const REDIS_TESTS = redisServerInstalled() || process.env.CI !== undefined;
 
 async function freePort(): Promise<number> {
   const server = createServer();
