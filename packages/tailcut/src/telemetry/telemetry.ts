@@ -1,11 +1,33 @@
-import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  type MeterProvider,
+  ProxyTracerProvider,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
 import type { Hedger } from '../engine/hedger.js';
-import type { EngineListener } from '../engine/listener.js';
+import type { CallListener, EngineListener } from '../engine/listener.js';
 import type { RouteState } from '../engine/route-state.js';
 import { ATTR } from './attributes.js';
 import { CallTrace } from './call-trace.js';
 import { INSTRUMENTS } from './instruments.js';
 import { gauge, Recorder } from './recorder.js';
+
+/** The API's own no-op meter class, and the tracer provider a global proxy falls back to. */
+const NOOP_METER = createNoopMeter().constructor;
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** What a call tells telemetry when nothing would record it: nothing is made per call. */
+const SILENT: CallListener = {
+  attemptStarted: () => undefined,
+  attemptEnded() {},
+  hedge() {},
+  firstByte() {},
+  chunkGap() {},
+  firstToken() {},
+  tokenGap() {},
+  ended() {},
+};
 
 /**
  * tailcut's telemetry: it observes the engine ({@link EngineListener}), one {@link CallTrace}
@@ -14,10 +36,15 @@ import { gauge, Recorder } from './recorder.js';
  */
 export class Telemetry implements EngineListener {
   private readonly recorder: Recorder;
+  /** True when the meter is the API's no-op one (no SDK when the client was made: for good). */
+  private readonly metricsOff: boolean;
+  private readonly tracerProvider: TracerProvider;
 
   constructor(hedger: Hedger, meterProvider?: MeterProvider, tracerProvider?: TracerProvider) {
     const recorder = new Recorder(meterProvider, tracerProvider);
     this.recorder = recorder;
+    this.metricsOff = recorder.meter instanceof NOOP_METER;
+    this.tracerProvider = tracerProvider ?? trace.getTracerProvider();
     const meter = recorder.meter;
     const delay = gauge(meter, INSTRUMENTS.delay);
     const tokens = gauge(meter, INSTRUMENTS.tokens);
@@ -51,7 +78,19 @@ export class Telemetry implements EngineListener {
     );
   }
 
-  callStarted(route: RouteState, method: string): CallTrace {
+  /**
+   * The call's telemetry. Without an SDK (a no-op meter, and a global tracer with no provider
+   * registered yet) it is a shared no-op: no span, no attribute lookup, nothing made per call.
+   * The tracer is asked per call, since an app may register its SDK after making the client.
+   */
+  callStarted(route: RouteState, method: string): CallListener {
+    if (this.metricsOff && !this.tracing()) return SILENT;
     return new CallTrace(this.recorder, route, method);
+  }
+
+  /** False while spans would not be recorded: the global proxy has no provider behind it. */
+  private tracing(): boolean {
+    const p = this.tracerProvider;
+    return !(p instanceof ProxyTracerProvider) || p.getDelegate() !== NOOP_TRACER_PROVIDER;
   }
 }
