@@ -7,6 +7,26 @@ import { createBudget } from '../src/index.js';
 /** A budget's engine-facing side (deposit, acquire, release, penalize), as the engine sees it. */
 const budgetPort = (options: BudgetOptions) => createBudget(options)[BUDGET_PORT];
 
+/**
+ * A budget of 5% with a floor of 10/s over a 10 s ttl, on a hand-driven clock, after 10 s of
+ * 1,000 calls a second and no hedge; `at(ms)` moves its clock.
+ */
+function tenQuietSeconds() {
+  let now = 0;
+  const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+  const budget = budgetPort({ ratio: 0.05, minPerSecond: 10, ttlMs: 10_000, clock });
+  for (let i = 0; i < 10_000; i++) {
+    now = i;
+    budget.deposit();
+  }
+  return {
+    budget,
+    at(ms: number) {
+      now = ms;
+    },
+  };
+}
+
 describe('HedgeBudget', () => {
   it('grants exactly ratio x calls hedges when there is no floor', () => {
     const clock = new VirtualClock();
@@ -36,19 +56,13 @@ describe('HedgeBudget', () => {
   });
 
   it('paces a burst: when every call in flight wants a hedge, a second gets at most 2x the sustained rate', () => {
-    let now = 0;
-    const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
-    const budget = budgetPort({ ratio: 0.05, minPerSecond: 10, ttlMs: 10_000, clock });
+    const { budget, at } = tenQuietSeconds();
     // 10 s at 1,000 calls/s with no hedge: 500 tokens banked, plus the floor's reserve of 100.
-    for (let i = 0; i < 10_000; i++) {
-      now = i;
-      budget.deposit();
-    }
     expect(budget.stats().tokens).toBe(600);
     // The fleet slows: every call of the next second asks for a hedge.
     let granted = 0;
     for (let i = 0; i < 1000; i++) {
-      now = 10_000 + i;
+      at(10_000 + i);
       budget.deposit();
       if (budget.acquire() === 'granted') granted++;
     }
@@ -58,20 +72,14 @@ describe('HedgeBudget', () => {
   });
 
   it('aims the delay at 80% of the sustainable share, and lower as the bucket runs dry', () => {
-    let now = 0;
-    const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
-    const budget = budgetPort({ ratio: 0.05, minPerSecond: 10, ttlMs: 10_000, clock });
+    const { budget, at } = tenQuietSeconds();
     // 10 s at 1,000 calls/s: the budget sustains 5% + 10/s over 1,000/s = 6% of calls.
-    for (let i = 0; i < 10_000; i++) {
-      now = i;
-      budget.deposit();
-    }
     expect(budget.affordableShare()).toBeCloseTo(0.8 * 0.06, 4);
     // The fleet slows: every call asks for a hedge, and the pace grants 120 a second. Below
     // the low-water mark (10% of a ttl's 600 tokens) the aim falls with what is left.
     const aims: { tokens: number; share: number }[] = [];
     for (let i = 0; i < 6000; i++) {
-      now = 10_000 + i;
+      at(10_000 + i);
       budget.deposit();
       if (budget.acquire() === 'granted') budget.release();
       if (i % 100 === 99)

@@ -5,7 +5,7 @@ import type { ClientSettings } from '../config/validate.js';
 import type { ReplicaStats } from '../replicas/picker.js';
 import type { RequestTarget } from '../routes/matcher.js';
 import { Call, type CallHost, type CallSpec } from './call.js';
-import type { CallListener, EngineListener } from './listener.js';
+import { type CallListener, type EngineListener, SILENT } from './listener.js';
 import type { Answer } from './policy.js';
 import { type RouteCounters, RouteState } from './route-state.js';
 import type { TailStats } from './tail-window.js';
@@ -29,18 +29,6 @@ export interface HedgeStats {
   routes: Record<string, RouteStats>;
   budget: BudgetStats;
 }
-
-/** A listener that observes nothing. */
-const SILENT: CallListener = {
-  attemptStarted: () => undefined,
-  attemptEnded() {},
-  hedge() {},
-  firstByte() {},
-  chunkGap() {},
-  firstToken() {},
-  tokenGap() {},
-  ended() {},
-};
 
 /**
  * The transport-independent state of one client: its clock, routes (first match wins), their

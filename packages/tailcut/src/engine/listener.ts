@@ -51,3 +51,15 @@ export interface CallListener {
     counts: BodyCounts,
   ): void;
 }
+
+/** A call listener that observes nothing: one shared object, nothing made per call. */
+export const SILENT: CallListener = {
+  attemptStarted: () => undefined,
+  attemptEnded() {},
+  hedge() {},
+  firstByte() {},
+  chunkGap() {},
+  firstToken() {},
+  tokenGap() {},
+  ended() {},
+};

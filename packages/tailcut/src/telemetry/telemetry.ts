@@ -6,7 +6,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Hedger } from '../engine/hedger.js';
-import type { CallListener, EngineListener } from '../engine/listener.js';
+import { type CallListener, type EngineListener, SILENT } from '../engine/listener.js';
 import type { RouteState } from '../engine/route-state.js';
 import { ATTR } from './attributes.js';
 import { CallTrace } from './call-trace.js';
@@ -16,18 +16,6 @@ import { gauge, Recorder } from './recorder.js';
 /** The API's own no-op meter class, and the tracer provider a global proxy falls back to. */
 const NOOP_METER = createNoopMeter().constructor;
 const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
-
-/** What a call tells telemetry when nothing would record it: nothing is made per call. */
-const SILENT: CallListener = {
-  attemptStarted: () => undefined,
-  attemptEnded() {},
-  hedge() {},
-  firstByte() {},
-  chunkGap() {},
-  firstToken() {},
-  tokenGap() {},
-  ended() {},
-};
 
 /**
  * tailcut's telemetry: it observes the engine ({@link EngineListener}), one {@link CallTrace}
