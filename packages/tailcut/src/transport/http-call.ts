@@ -92,10 +92,9 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     // An attempt that carries a replica's credentials or shape follows no redirect below
     // tailcut (an inner redirect interceptor would send them to the Location's origin): the 3xx
     // goes to the caller, and whatever follows it outside tailcut sends the caller's own headers.
-    const { credentialNames, reshapes } = this.route.settings;
+    const { credentialNames, reshapes, origins } = this.route.settings;
     const own = credentialNames.length > 0 || reshapes;
     attempt.dropLocation = own && target !== this.origin;
-    const { origins } = this.route.settings;
     if (origins.length > 1) {
       attempt.siblings = origins;
       attempt.siblingBase = target;
