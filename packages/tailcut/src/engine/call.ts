@@ -16,7 +16,7 @@ import {
   type Verdict,
 } from './race.js';
 import type { RouteState } from './route-state.js';
-import { StreamWatch } from './stream-watch.js';
+import { type StreamSink, StreamWatch } from './stream-watch.js';
 
 /** One routed call, as a transport describes it to the engine. */
 export interface CallSpec<T extends Answer> {
@@ -54,7 +54,7 @@ export interface CallHost {
  * judges answers and reacts to overload (the HTTP policy), tells telemetry what happens, and
  * watches the winner's body (first byte, gaps, chunk timeout) until the transport ends the call.
  */
-export class Call<T extends Answer> implements RaceSpec<T> {
+export class Call<T extends Answer> implements RaceSpec<T>, StreamSink {
   readonly route: RouteState;
   readonly budget: BudgetPort;
   readonly clock: Clock;
@@ -135,15 +135,26 @@ export class Call<T extends Answer> implements RaceSpec<T> {
       this.route,
       this.clock,
       this.startedAt,
-      {
-        firstByte: (ms) => this.listener.firstByte(ms / 1000),
-        chunkGap: (ms) => this.listener.chunkGap(ms / 1000),
-        firstToken: (ms) => this.listener.firstToken(ms / 1000),
-        tokenGap: (ms) => this.listener.tokenGap(ms / 1000),
-      },
+      this,
       onStall,
       callerPaused,
     );
+  }
+
+  firstByte(ms: number): void {
+    this.listener.firstByte(ms / 1000);
+  }
+
+  chunkGap(ms: number): void {
+    this.listener.chunkGap(ms / 1000);
+  }
+
+  firstToken(ms: number): void {
+    this.listener.firstToken(ms / 1000);
+  }
+
+  tokenGap(ms: number): void {
+    this.listener.tokenGap(ms / 1000);
   }
 
   /** A body chunk reached the caller. */

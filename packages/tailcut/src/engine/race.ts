@@ -97,6 +97,31 @@ export interface RaceWin<T> {
 /** How a race ended: a result, or an error (the last attempt's, or the caller's abort reason). */
 export type RaceOutcome<T> = { win: RaceWin<T> } | { error: unknown };
 
+// Per-call objects are class instances, not object or array literals: V8 may pretenure a
+// literal's allocation site (allocate it in old space), and a dead old object that still points
+// into a call keeps the whole call alive through young-generation collections. That cascade
+// cost ~10 µs of GC per call on the interceptor's idle path (docs/design.md §3, per-call
+// objects).
+
+/** A decided race's result. */
+class Won<T> implements RaceWin<T> {
+  constructor(
+    readonly value: T,
+    readonly attempt: AttemptContext,
+    readonly accepted: boolean,
+  ) {}
+}
+
+/** The outcome of a race that produced a result. */
+class WonOutcome<T> {
+  constructor(readonly win: RaceWin<T>) {}
+}
+
+/** The outcome of a race that produced no result. */
+class FailedOutcome {
+  constructor(readonly error: unknown) {}
+}
+
 /** Handle on a running race. */
 export interface RaceHandle {
   /** Ends the race with `reason`: every attempt is cancelled, no further one starts. */
@@ -117,6 +142,10 @@ class Attempt<T> implements AttemptContext, AttemptReport<T> {
   private controller: AbortController | undefined;
   private canceller: Cancellable | undefined;
   private cancelledWith: { reason: unknown } | undefined;
+  /** True from launch until the race has finished with this attempt. */
+  live = true;
+  /** The race's next attempt, in launch order. */
+  next: Attempt<T> | undefined;
 
   constructor(
     race: Race<T>,
@@ -172,11 +201,16 @@ class Attempt<T> implements AttemptContext, AttemptReport<T> {
 class Race<T> implements RaceHandle {
   private readonly spec: RaceSpec<T>;
   private readonly done: (outcome: RaceOutcome<T>) => void;
-  private readonly live: Attempt<T>[] = [];
-  private readonly tried: number[] = [];
+  /** The attempts in launch order (a chain, not an array: see the note above). */
+  private first: Attempt<T> | undefined;
+  private last: Attempt<T> | undefined;
+  private launched = 0;
+  private liveCount = 0;
   private settled = false;
   private timer: TimerHandle | undefined;
-  private fallback: { value: T; attempt: Attempt<T> } | undefined;
+  /** The latest failed result, returned if nothing better comes, and its attempt. */
+  private fallback: T | undefined;
+  private fallbackAttempt: Attempt<T> | undefined;
   private lastError: unknown;
   /** The attempt being started right now, if any. */
   launching: Attempt<T> | undefined;
@@ -203,7 +237,7 @@ class Race<T> implements RaceHandle {
     const { signal, route, budget } = this.spec;
     if (signal?.aborted) {
       this.settled = true;
-      this.done({ error: signal.reason });
+      this.done(new FailedOutcome(signal.reason));
       return;
     }
     route.counters.calls++;
@@ -212,13 +246,21 @@ class Race<T> implements RaceHandle {
     this.launch('primary', route.picker.primary(this.spec.primaryAmong));
   }
 
+  /** True when an attempt of this race went to `replica` (the picker's tried set). */
+  includes(replica: number): boolean {
+    for (let attempt = this.first; attempt !== undefined; attempt = attempt.next) {
+      if (attempt.replica === replica) return true;
+    }
+    return false;
+  }
+
   abort(reason: unknown): void {
-    this.finish(undefined, { reason });
+    this.finish(undefined, undefined, true, reason);
   }
 
   onResult(attempt: Attempt<T>, value: T): void {
     const spec = this.spec;
-    if (this.settled || !this.live.includes(attempt)) {
+    if (this.settled || !attempt.live) {
       spec.discard(value);
       return;
     }
@@ -227,14 +269,15 @@ class Race<T> implements RaceHandle {
     this.endAttempt(attempt, spec.clock.now() - attempt.startedAt);
     spec.onAttemptEnd?.(attempt, verdict === 'accept' ? 'won' : 'failed', value, undefined);
     if (verdict === 'accept') {
-      this.finish({ value, attempt });
+      this.finish(value, attempt, false, undefined);
       return;
     }
     // Keep the latest failed result to return if nothing better comes, but a `fail` verdict
     // (for example a hedge's 409) does not replace an earlier failure.
-    if (this.fallback === undefined || verdict === 'retry') {
-      if (this.fallback !== undefined) spec.discard(this.fallback.value);
-      this.fallback = { value, attempt };
+    if (this.fallbackAttempt === undefined || verdict === 'retry') {
+      if (this.fallbackAttempt !== undefined) spec.discard(this.fallback as T);
+      this.fallback = value;
+      this.fallbackAttempt = attempt;
     } else {
       spec.discard(value);
     }
@@ -242,7 +285,7 @@ class Race<T> implements RaceHandle {
   }
 
   onError(attempt: Attempt<T>, error: unknown): void {
-    if (this.settled || !this.live.includes(attempt)) return;
+    if (this.settled || !attempt.live) return;
     this.learn(attempt, false);
     this.endAttempt(attempt);
     this.spec.onAttemptEnd?.(attempt, 'failed', undefined, error);
@@ -271,30 +314,32 @@ class Race<T> implements RaceHandle {
   }
 
   private endAttempt(attempt: Attempt<T>, elapsedMs?: number): void {
-    const live = this.live;
-    live.splice(live.indexOf(attempt), 1);
+    attempt.live = false;
+    this.liveCount--;
     this.spec.route.picker.end(attempt.replica, elapsedMs);
     if (attempt.kind === 'hedge') this.spec.budget.release();
   }
 
   private launch(kind: AttemptKind, replica: number): Attempt<T> {
     const { route, clock, maxAttempts } = this.spec;
-    const tried = this.tried;
     const attempt = new Attempt(
       this,
-      tried.length,
+      this.launched,
       kind,
       replica,
       route.picker.origin(replica),
       clock.now(),
     );
-    tried.push(replica);
-    this.live.push(attempt);
+    if (this.last === undefined) this.first = attempt;
+    else this.last.next = attempt;
+    this.last = attempt;
+    this.launched++;
+    this.liveCount++;
     route.picker.begin(replica);
     route.counters.attempts++;
     this.refusals = 0;
     this.clearTimer();
-    if (tried.length < maxAttempts) {
+    if (this.launched < maxAttempts) {
       this.timer = clock.setTimeout(this.onTimer, this.delayMs());
     }
     this.launching = attempt;
@@ -311,8 +356,8 @@ class Race<T> implements RaceHandle {
   private tryHedge(): 'sent' | 'refused' | 'none' {
     const { route, budget, maxAttempts } = this.spec;
     const counters = route.counters;
-    if (this.settled || this.tried.length >= maxAttempts) return 'none';
-    const replica = route.picker.hedge(this.tried);
+    if (this.settled || this.launched >= maxAttempts) return 'none';
+    const replica = route.picker.hedge(this);
     const spec = this.spec;
     if (replica === undefined) {
       counters.hedgesNoReplica++;
@@ -340,44 +385,56 @@ class Race<T> implements RaceHandle {
 
   private afterFailure(retry: boolean): void {
     if (retry && this.tryHedge() === 'sent') return;
-    if (this.live.length > 0) return;
+    if (this.liveCount > 0) return;
     // Nothing in flight: a pending timer could only start an attempt the failure just could
     // not start, so end the call with the last failure.
     this.spec.route.counters.failures++;
-    this.finish(undefined, undefined);
+    this.finish(undefined, undefined, false, undefined);
   }
 
+  /**
+   * Ends the race: with `winner` (and its `value`) when an attempt was accepted; with the
+   * caller's `reason` when `aborted`; else with the fallback, or the last error.
+   */
   private finish(
-    win: { value: T; attempt: Attempt<T> } | undefined,
-    aborted?: { reason: unknown },
+    value: T | undefined,
+    winner: Attempt<T> | undefined,
+    aborted: boolean,
+    reason: unknown,
   ): void {
     if (this.settled) return;
     this.settled = true;
     const spec = this.spec;
     this.clearTimer();
     spec.signal?.removeEventListener('abort', this.onAbort);
-    for (const attempt of [...this.live]) {
+    for (let attempt = this.first; attempt !== undefined; attempt = attempt.next) {
+      if (!attempt.live) continue;
       this.learn(attempt, false);
       // A loser's elapsed time is a lower bound of its latency: it still ranks it as slow.
-      this.endAttempt(attempt, win ? spec.clock.now() - attempt.startedAt : undefined);
-      spec.onAttemptEnd?.(attempt, win ? 'lost' : 'cancelled', undefined, undefined);
-      attempt.cancel(aborted ? aborted.reason : loserAbortError());
+      this.endAttempt(attempt, winner ? spec.clock.now() - attempt.startedAt : undefined);
+      spec.onAttemptEnd?.(attempt, winner ? 'lost' : 'cancelled', undefined, undefined);
+      attempt.cancel(aborted ? reason : loserAbortError());
     }
-    const fallback = this.fallback;
-    if (win !== undefined) {
-      if (win.attempt.kind === 'hedge') {
+    const fallback = this.fallbackAttempt;
+    this.fallbackAttempt = undefined;
+    if (winner !== undefined) {
+      if (winner.kind === 'hedge') {
         spec.route.counters.hedgesWon++;
         spec.onHedge?.('won');
       }
-      if (fallback !== undefined) spec.discard(fallback.value);
-      this.done({ win: { value: win.value, attempt: win.attempt, accepted: true } });
+      if (fallback !== undefined) spec.discard(this.fallback as T);
+      this.fallback = undefined;
+      this.done(new WonOutcome(new Won(value as T, winner, true)));
     } else if (aborted) {
-      if (fallback !== undefined) spec.discard(fallback.value);
-      this.done({ error: aborted.reason });
+      if (fallback !== undefined) spec.discard(this.fallback as T);
+      this.fallback = undefined;
+      this.done(new FailedOutcome(reason));
     } else if (fallback !== undefined) {
-      this.done({ win: { value: fallback.value, attempt: fallback.attempt, accepted: false } });
+      const result = this.fallback as T;
+      this.fallback = undefined;
+      this.done(new WonOutcome(new Won(result, fallback, false)));
     } else {
-      this.done({ error: this.lastError });
+      this.done(new FailedOutcome(this.lastError));
     }
   }
 }

@@ -110,7 +110,7 @@ export class ReplicaPicker {
    * (1 + attempts in flight); `undefined` when every replica of a multi-replica route has been
    * tried. With one replica or none, the same address.
    */
-  hedge(tried: readonly number[]): number | undefined {
+  hedge(tried: { includes(replica: number): boolean }): number | undefined {
     const n = this.origins.length;
     if (n <= 1) return n - 1;
     const now = this.clock.now();

@@ -9,6 +9,8 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Record<string, string | string[] | undefined>;
 
+const NO_HEADERS: Headers = Object.freeze({});
+
 /** What the winner tells its call as the caller gets the body. */
 export interface Delivery {
   chunk(): void;
@@ -33,11 +35,16 @@ export class AttemptHandler implements Handler {
   private controller: Controller | undefined;
   private pausedHeld = false;
   private cancelReason: unknown;
-  private headers: Headers = {};
+  private headers: Headers = NO_HEADERS;
   private statusMessage: string | undefined;
-  private chunks: Buffer[] = [];
-  private ending: { trailers: Headers } | { error: Error } | undefined;
-  private caller: { handler: Handler; controller: CallController } | undefined;
+  /** Chunks held until the caller takes them (made when first needed). */
+  private chunks: Buffer[] | undefined;
+  /** How the response ended, while the caller has not been told: trailers, or an error. */
+  private endTrailers: Headers | undefined;
+  private endError: Error | undefined;
+  // Fields rather than object literals: see the note on per-call objects in engine/race.ts.
+  private callerHandler: Handler | undefined;
+  private callerController: CallController | undefined;
   /** Told of each chunk the caller gets, and of the end (undefined) or error it gets. */
   private delivery: Delivery | undefined;
   /** Frames a streamed answer on a first-token route. */
@@ -65,9 +72,10 @@ export class AttemptHandler implements Handler {
   siblingBase = '';
 
   constructor(
-    private readonly report: AttemptReport<AttemptHandler>,
+    /** The race's side of the attempt, until the caller has its answer. */
+    private report: AttemptReport<AttemptHandler> | undefined,
     private readonly route: RouteState,
-    private readonly ctx: AttemptContext,
+    private readonly kind: AttemptContext['kind'],
   ) {}
 
   /** True when `location` resolves to another replica of the route than this attempt's. */
@@ -114,7 +122,7 @@ export class AttemptHandler implements Handler {
     // Commit on the headers, unless the route commits on the first byte or the first output
     // event of an acceptable answer.
     const { commitOn, classify } = this.route.settings;
-    if (commitOn === 'headers' || verdict(this.route, this, this.ctx.kind) !== 'accept') {
+    if (commitOn === 'headers' || verdict(this.route, this, this.kind) !== 'accept') {
       this.commit();
       return;
     }
@@ -127,13 +135,14 @@ export class AttemptHandler implements Handler {
   onResponseData(controller: Controller, chunk: Buffer): void {
     if (this.state === 'cancelled') return;
     const seen = this.watch?.feed(chunk);
-    const caller = this.caller;
-    if (caller !== undefined && this.chunks.length === 0) {
+    const handler = this.callerHandler;
+    if (handler !== undefined && (this.chunks === undefined || this.chunks.length === 0)) {
       this.delivery?.chunk();
-      caller.handler.onResponseData?.(caller.controller, chunk);
+      handler.onResponseData?.(this.callerController as CallController, chunk);
       if (seen !== undefined && seen.tokens > 0) this.delivery?.tokens(seen.tokens);
       return;
     }
+    this.chunks ??= [];
     this.chunks.push(chunk);
     this.heldBytes += chunk.byteLength;
     if (seen !== undefined) this.pendingTokens += seen.tokens;
@@ -152,23 +161,24 @@ export class AttemptHandler implements Handler {
   }
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
-    this.finishWith({ trailers });
+    this.finishWith(trailers, undefined);
   }
 
   onResponseError(_controller: Controller, error: Error): void {
     if (this.state === 'waiting') {
       this.state = 'cancelled';
-      this.report.fail(error);
+      this.report?.fail(error);
       return;
     }
-    this.finishWith({ error });
+    this.finishWith(undefined, error);
   }
 
   /** Hands the response, from its start, to the caller's handler. */
   attach(handler: Handler, controller: CallController, delivery: Delivery): void {
     this.delivery = delivery;
     this.state = 'attached';
-    this.caller = { handler, controller };
+    this.callerHandler = handler;
+    this.callerController = controller;
     if (this.controller !== undefined) controller.attach(this.controller);
     controller.onResume = () => this.flush();
     handler.onResponseStart?.(controller, this.status, this.headers, this.statusMessage);
@@ -182,18 +192,19 @@ export class AttemptHandler implements Handler {
     if (this.state === 'cancelled') return;
     this.state = 'cancelled';
     this.cancelReason = reason;
-    this.chunks = [];
+    this.chunks = undefined;
     this.controller?.abort(reason as Error);
   }
 
   private commit(): void {
     this.state = 'held';
-    this.report.commit(this);
+    this.report?.commit(this);
   }
 
-  private finishWith(end: { trailers: Headers } | { error: Error }): void {
+  private finishWith(trailers: Headers | undefined, error: Error | undefined): void {
     if (this.state === 'cancelled') return;
-    this.ending = end;
+    if (error === undefined) this.endTrailers = trailers ?? NO_HEADERS;
+    else this.endError = error;
     // An empty body ends the response: that is its commit point too. A stream that ends with
     // no output failed.
     if (this.state === 'waiting') {
@@ -202,24 +213,41 @@ export class AttemptHandler implements Handler {
     } else if (this.state === 'attached') this.flush();
   }
 
+  /**
+   * The caller was told of the end (and its handler returned): lets go of the caller and the
+   * call, so that undici's hold on this handler (and the caller's on its controller) keeps
+   * nothing else of the call reachable.
+   */
+  private detach(controller: CallController): void {
+    controller.release();
+    this.callerHandler = undefined;
+    this.callerController = undefined;
+    this.delivery = undefined;
+    this.report = undefined;
+  }
+
   /** Delivers held chunks and the end to the caller, as far as the caller is not paused. */
   private flush(): void {
-    const caller = this.caller;
-    if (caller === undefined) return;
-    const { handler, controller } = caller;
-    while (this.chunks.length > 0) {
+    const handler = this.callerHandler;
+    const controller = this.callerController;
+    if (handler === undefined || controller === undefined) return;
+    const chunks = this.chunks;
+    while (chunks !== undefined && chunks.length > 0) {
       if (controller.paused || controller.aborted) return;
       this.delivery?.chunk();
-      handler.onResponseData?.(controller, this.chunks.shift() as Buffer);
+      handler.onResponseData?.(controller, chunks.shift() as Buffer);
     }
-    const end = this.ending;
-    if (end !== undefined) {
+    const trailers = this.endTrailers;
+    const error = this.endError;
+    if (trailers !== undefined || error !== undefined) {
       // The caller stays attached: if its onResponseEnd throws (undici's retry handler does,
       // to ask for a retry), undici reports that error here and it is forwarded too.
-      this.ending = undefined;
-      this.delivery?.end('trailers' in end ? undefined : end.error);
-      if ('trailers' in end) handler.onResponseEnd?.(controller, end.trailers);
-      else handler.onResponseError?.(controller, end.error);
+      this.endTrailers = undefined;
+      this.endError = undefined;
+      this.delivery?.end(error);
+      if (error === undefined) handler.onResponseEnd?.(controller, trailers as Headers);
+      else handler.onResponseError?.(controller, error);
+      this.detach(controller);
       return;
     }
     controller.onResume = undefined;

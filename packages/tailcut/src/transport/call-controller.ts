@@ -52,6 +52,18 @@ export class CallController implements Controller {
     this.winner = winner;
   }
 
+  /**
+   * The call is over and the caller was told: lets go of the race and the winner. The caller's
+   * handler (and whatever holds it, such as undici's response data) keeps this controller a
+   * while longer; nothing of the call stays reachable through it.
+   */
+  release(): void {
+    this.raceHandle = undefined;
+    this.winner = undefined;
+    this.onResume = undefined;
+    this.onEarlyAbort = undefined;
+  }
+
   abort(reason: Error): void {
     if (this.abortReason !== null) return;
     this.abortReason = reason ?? new DOMException('This operation was aborted', 'AbortError');

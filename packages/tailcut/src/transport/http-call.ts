@@ -7,7 +7,7 @@ import type { AttemptContext, AttemptReport, RaceOutcome } from '../engine/race.
 import type { RouteState } from '../engine/route-state.js';
 import { loserAbortError } from '../errors.js';
 import type { KeyRequest } from '../request-view.js';
-import { AttemptHandler } from './attempt-handler.js';
+import { AttemptHandler, type Delivery } from './attempt-handler.js';
 import type { CallController } from './call-controller.js';
 import { attemptHeaders, callHeaders, keyRequest } from './compose.js';
 import { type HeaderRecord, toHeaderRecord } from './dispatch-headers.js';
@@ -38,7 +38,7 @@ type DispatchHeaders = NonNullable<Dispatcher.DispatchOptions['headers']>;
  * One routed call through the interceptor: how its attempts are dispatched (the engine's
  * {@link CallSpec}), and how the race's outcome reaches the caller's handler.
  */
-export class HttpCall implements CallSpec<AttemptHandler> {
+export class HttpCall implements CallSpec<AttemptHandler>, Delivery {
   readonly method: string;
   readonly maxAttempts: number;
   readonly primaryAmong: ((replica: number) => boolean) | undefined;
@@ -48,6 +48,9 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   /** The same, for an attempt to another origin (no Host), made once when needed. */
   private headersElsewhere: HeaderRecord | undefined;
   private keyView: KeyRequest | undefined;
+  /** The attempt whose answer the caller gets, once the race is decided. */
+  private winner: AttemptHandler | undefined;
+  private winnerCtx: AttemptContext | undefined;
 
   constructor(
     hedger: Hedger,
@@ -80,7 +83,7 @@ export class HttpCall implements CallSpec<AttemptHandler> {
   }
 
   run(ctx: AttemptContext, report: AttemptReport<AttemptHandler>, trace: unknown): void {
-    const attempt = new AttemptHandler(report, this.route, ctx);
+    const attempt = new AttemptHandler(report, this.route, ctx.kind);
     ctx.onCancel(attempt);
     const opts = this.opts;
     const target = ctx.origin ?? this.origin;
@@ -139,16 +142,14 @@ export class HttpCall implements CallSpec<AttemptHandler> {
     }
     const winner = outcome.win.value;
     const ctx = outcome.win.attempt;
+    this.winner = winner;
+    this.winnerCtx = ctx;
     try {
       call.bodyStarted(
         (error) => controller.abort(error),
         () => controller.paused,
       );
-      winner.attach(handler, controller, {
-        chunk: () => call.chunk(),
-        tokens: (count) => call.tokens(count),
-        end: (error) => call.end(ctx, { status: winner.status, error }),
-      });
+      winner.attach(handler, controller, this);
     } catch (err) {
       call.end(ctx, { status: winner.status, error: err });
       // The caller's handler threw (as undici's dump or retry handlers do): stop the response
@@ -156,6 +157,18 @@ export class HttpCall implements CallSpec<AttemptHandler> {
       winner.cancel(err);
       handler.onResponseError?.(controller, err as Error);
     }
+  }
+
+  chunk(): void {
+    this.call.chunk();
+  }
+
+  tokens(count: number): void {
+    this.call.tokens(count);
+  }
+
+  end(error: unknown): void {
+    this.call.end(this.winnerCtx, { status: this.winner?.status, error });
   }
 
   /** The call's headers: the caller's, plus the Idempotency-Key and content type it adds. */

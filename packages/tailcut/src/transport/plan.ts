@@ -4,14 +4,16 @@ import { type BufferLimits, type PreparedBody, prepareBody } from './body.js';
 import { type CallShapes, shapeCall } from './shapes.js';
 
 /** How one routed call will be sent: its body, its shapes, its attempt limit, its key rule. */
-export interface CallPlan {
-  body: PreparedBody;
-  /** The request as each replica wants it, when some replica reshapes requests. */
-  shapes: CallShapes | undefined;
-  /** 1 when the call may not be sent twice (method not idempotent, or body not replayable). */
-  maxAttempts: number;
-  /** True when every attempt must carry one Idempotency-Key (non-safe method, idempotent route). */
-  needsIdempotencyKey: boolean;
+export class CallPlan {
+  constructor(
+    readonly body: PreparedBody,
+    /** The request as each replica wants it, when some replica reshapes requests. */
+    readonly shapes: CallShapes | undefined,
+    /** 1 when the call may not be sent twice (method not idempotent, or body not replayable). */
+    readonly maxAttempts: number,
+    /** True when every attempt must carry one Idempotency-Key (non-safe method, idempotent route). */
+    readonly needsIdempotencyKey: boolean,
+  ) {}
 }
 
 /**
@@ -29,15 +31,15 @@ export function planCall(
   caller: { readonly signal: AbortSignal },
 ): CallPlan | Promise<CallPlan> {
   const { hedgeable, needsIdempotencyKey } = sendRule(route, method);
-  const plan = (prepared: PreparedBody, shapes: CallShapes | undefined): CallPlan => ({
-    body: prepared,
-    shapes,
-    maxAttempts:
+  const plan = (prepared: PreparedBody, shapes: CallShapes | undefined): CallPlan =>
+    new CallPlan(
+      prepared,
+      shapes,
       hedgeable && prepared.replayable && shapes?.replayable !== false
         ? route.settings.maxAttempts
         : 1,
-    needsIdempotencyKey,
-  });
+      needsIdempotencyKey,
+    );
   const shape = (prepared: PreparedBody): CallPlan | Promise<CallPlan> => {
     let shapes: CallShapes | Promise<CallShapes> | undefined;
     try {
