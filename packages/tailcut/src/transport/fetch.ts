@@ -3,7 +3,7 @@ import { createClient } from '../client.js';
 import type { HedgedFetchOptions } from '../config/options.js';
 import type { HedgeStats } from '../engine/hedger.js';
 import { isTailcutError, TailcutError } from '../errors.js';
-import { toUndiciCall } from './request.js';
+import { toUndiciCall, type UndiciCall } from './request.js';
 import { linkSignal } from './signal.js';
 
 /** A fetch function with hedging, plus its stats and a way to release its resources. */
@@ -57,26 +57,31 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     return c;
   };
   /** Calls not yet answered: close() waits for them. */
-  const inFlight = new Set<Promise<unknown>>();
+  let inFlight = 0;
   let closing: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
+  const answered = () => {
+    if (--inFlight === 0) drained?.();
+  };
 
-  async function send(input: string | URL | Request, init?: RequestInit): Promise<undici.Response> {
-    const call = await toUndiciCall(input, init as undici.RequestInit | undefined);
+  /** Sends one call through undici.fetch over the hedging dispatcher. */
+  function send(call: UndiciCall): Promise<undici.Response> {
     const own = call.init.dispatcher;
     call.init.dispatcher = own === undefined ? hedged : withHedging(own);
     const caller = call.init.signal;
     if (caller === undefined || caller === null) {
       return undici.fetch(call.input, call.init).catch(ownError);
     }
-    if (caller.aborted) throw caller.reason;
+    if (caller.aborted) return Promise.reject(caller.reason);
     const link = linkSignal(caller);
     call.init.signal = link.signal;
-    try {
-      return link.keep(await undici.fetch(call.input, call.init));
-    } catch (err) {
-      link.release();
-      return ownError(err);
-    }
+    return undici.fetch(call.input, call.init).then(
+      (res) => link.keep(res),
+      (err: unknown) => {
+        link.release();
+        return ownError(err);
+      },
+    );
   }
 
   const hedgedFetch = (input: string | URL | Request, init?: RequestInit) => {
@@ -85,10 +90,15 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
         new TailcutError('TAILCUT_CLOSED', 'tailcut: this hedged fetch was closed with close()'),
       );
     }
-    const pending = send(input, init);
-    inFlight.add(pending);
-    const settled = () => inFlight.delete(pending);
-    pending.then(settled, settled);
+    let pending: Promise<undici.Response>;
+    try {
+      const call = toUndiciCall(input, init as undici.RequestInit | undefined);
+      pending = call instanceof Promise ? call.then(send) : send(call);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    inFlight++;
+    pending.then(answered, answered);
     return pending;
   };
 
@@ -98,7 +108,7 @@ export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
     close() {
       closing ??= (async () => {
         warmer?.stop();
-        await Promise.allSettled([...inFlight]);
+        if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
         if (settings.dispatcher === undefined) await base.close();
       })();
       return closing;

@@ -38,12 +38,13 @@ function isRequestLike(value: unknown): value is RequestLike {
  * Reads a fetch call's `(input, init)` into what undici.fetch v7 sends faithfully. Node's own
  * global `Request` and `FormData` come from the undici Node bundles (6.x on Node 20 and 22), and
  * undici 7 would reject the one and send the other as "[object FormData]": they are converted.
- * A locked or already-read body stream is refused with `TAILCUT_INVALID_REQUEST`.
+ * A locked or already-read body stream is refused with `TAILCUT_INVALID_REQUEST`. Synchronous
+ * but for Node's own FormData, which is serialised first.
  */
-export async function toUndiciCall(
+export function toUndiciCall(
   input: string | URL | Request,
   init: undici.RequestInit | undefined,
-): Promise<UndiciCall> {
+): UndiciCall | Promise<UndiciCall> {
   let out: UndiciCall;
   if (typeof input === 'string' || input instanceof URL || input instanceof undici.Request) {
     out = { input, init: init === undefined ? {} : { ...init } };
@@ -80,16 +81,20 @@ export async function toUndiciCall(
   const body = out.init.body;
   assertUnread(body, 'init.body');
   if (body instanceof globalThis.FormData && !(body instanceof undici.FormData)) {
-    // Serialise Node's own FormData once, with its own boundary and content type.
-    const encoded = new globalThis.Response(body);
-    const headers = new undici.Headers(out.init.headers);
-    if (!headers.has('content-type')) {
-      headers.set('content-type', encoded.headers.get('content-type') ?? '');
-    }
-    out.init.headers = headers;
-    out.init.body = new Uint8Array(await encoded.arrayBuffer());
-  } else if (out.init.duplex === undefined && isStreamBody(body)) {
-    out.init.duplex = 'half';
+    return withNodeFormData(out, body);
   }
+  if (out.init.duplex === undefined && isStreamBody(body)) out.init.duplex = 'half';
+  return out;
+}
+
+/** Serialises Node's own FormData once, with its own boundary and content type. */
+async function withNodeFormData(out: UndiciCall, form: FormData): Promise<UndiciCall> {
+  const encoded = new globalThis.Response(form);
+  const headers = new undici.Headers(out.init.headers);
+  if (!headers.has('content-type')) {
+    headers.set('content-type', encoded.headers.get('content-type') ?? '');
+  }
+  out.init.headers = headers;
+  out.init.body = new Uint8Array(await encoded.arrayBuffer());
   return out;
 }
