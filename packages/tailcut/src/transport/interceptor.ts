@@ -3,6 +3,7 @@ import type { Hedger } from '../engine/hedger.js';
 import type { BufferLimits } from './body.js';
 import { CallController } from './call-controller.js';
 import { HttpCall, IdempotencyKeys } from './http-call.js';
+import { currentHandler } from './legacy-handler.js';
 import { OriginCache, pathnameOf } from './origins.js';
 import { type CallPlan, planCall } from './plan.js';
 import type { ConnectionWarmer } from './warm.js';
@@ -21,7 +22,8 @@ export function createInterceptor(
   const keys = new IdempotencyKeys();
   return (dispatch) => {
     warmer?.start(dispatch);
-    return function hedgeDispatch(opts, handler) {
+    return function hedgeDispatch(opts, callerHandler) {
+      const handler = currentHandler(callerHandler);
       if (opts.upgrade || opts.method === 'CONNECT' || opts.origin === undefined) {
         return dispatch(opts, handler);
       }
