@@ -1,10 +1,9 @@
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
-import type { Dispatcher } from 'undici';
 import { type HedgeBudget, isHedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import { type BudgetSettings, validateBudgetOptions } from './budget-table.js';
 import { checkNumber, checkObject, invalid } from './checks.js';
-import type { HedgedFetchOptions } from './options.js';
+import type { AnyDispatcher, HedgedFetchOptions } from './options.js';
 import { ROUTE_OPTIONS, type RouteInput } from './route-table.js';
 import { numberOption, objectWithOption } from './specs.js';
 import { type OptionTable, readOptions, type SettingsOf } from './table.js';
@@ -53,9 +52,9 @@ export const CLIENT_OPTIONS = {
     check: (option: string, value: unknown): HedgeBudget | BudgetSettings =>
       isHedgeBudget(value) ? value : validateBudgetOptions(value ?? {}, option),
   },
-  dispatcher: objectWithOption<Dispatcher>('dispatch', {
+  dispatcher: objectWithOption<AnyDispatcher>('dispatch', {
     default: 'a new undici `Agent`',
-    valid: 'undici `Dispatcher` (createHedgedFetch only)',
+    valid: 'undici 7 or 8 `Dispatcher` (createHedgedFetch only)',
     doc: 'used by every attempt; `close()` closes it only if tailcut created it',
   }),
   maxBufferedBodyBytes: numberOption(

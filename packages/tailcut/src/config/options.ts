@@ -1,5 +1,4 @@
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
-import type { Dispatcher } from 'undici';
 import type { HedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import type { KeyRequest } from '../request-view.js';
@@ -157,13 +156,27 @@ export interface BudgetOptions {
 }
 
 /** Options of {@link createHedgedFetch}. */
+/**
+ * An undici dispatcher (`Agent`, `Pool`, `Client`, a composed one), from undici 7 or 8: what
+ * tailcut needs of it. Typed by shape, because undici 7's and 8's `Dispatcher` types differ in
+ * details tailcut does not use.
+ */
+export interface AnyDispatcher {
+  dispatch(options: never, handler: never): boolean;
+  compose(...interceptors: never[]): unknown;
+  close(): Promise<void>;
+}
+
 export interface HedgedFetchOptions {
   /** Routes, tried in order; a request that matches none passes through unhedged. */
   routes: readonly RouteOptions[];
   /** The hedge budget for all routes: options, or a budget shared with other clients. */
   budget?: BudgetOptions | HedgeBudget;
-  /** Dispatcher for every attempt. Default: a new undici Agent, closed by `close()`. */
-  dispatcher?: Dispatcher;
+  /**
+   * Dispatcher for every attempt, from undici 7 or 8. Default: a new undici Agent, closed by
+   * `close()`.
+   */
+  dispatcher?: AnyDispatcher;
   /** Largest streamed request body buffered for replay, bytes. Default 4 MiB. */
   maxBufferedBodyBytes?: number;
   /** Largest total of bodies buffered at once by this client, bytes. Default 64 MiB. */

@@ -1,5 +1,4 @@
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
-import type { Dispatcher } from 'undici';
 import type { HedgeBudget } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import type { DelaySettings } from '../delay/estimator.js';
@@ -8,6 +7,7 @@ import { type RouteMatcher, routeMatcher } from '../routes/matcher.js';
 import type { EventKind, StreamEvent } from '../stream/events.js';
 import type { BudgetSettings } from './budget-table.js';
 import { CLIENT_OPTIONS } from './client-table.js';
+import type { AnyDispatcher } from './options.js';
 import type { ReplicaSettings } from './replicas.js';
 import { HEDGE_OPTIONS, type RouteInput } from './route-table.js';
 import { readOptions } from './table.js';
@@ -51,7 +51,7 @@ export interface ClientSettings {
   routes: RouteSettings[];
   /** A budget shared with other clients, or the settings of the client's own. */
   budget: HedgeBudget | BudgetSettings;
-  dispatcher: Dispatcher | undefined;
+  dispatcher: AnyDispatcher | undefined;
   maxBufferedBodyBytes: number;
   maxTotalBufferedBytes: number;
   /** Ping interval of warm connections, ms; undefined when off. */

@@ -44,7 +44,9 @@ function ownError(err: unknown): never {
  */
 export function createHedgedFetch(options: HedgedFetchOptions): HedgedFetch {
   const { settings, hedger, interceptor, warmer } = createClient(options);
-  const base = settings.dispatcher ?? new undici.Agent();
+  // An undici 8 dispatcher works too (its shape is undici 7's, less the legacy handler API,
+  // which the interceptor adapts): typed as undici 7's, the fetch it is handed to.
+  const base = (settings.dispatcher as undici.Dispatcher | undefined) ?? new undici.Agent();
   const hedged = base.compose(interceptor);
   // A dispatcher passed per call (init.dispatcher) gets the same interceptor, composed once.
   const composed = new WeakMap<undici.Dispatcher, undici.Dispatcher>();

@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import { createClient } from '../client.js';
 import { invalid } from '../config/checks.js';
 import type { HedgedFetchOptions } from '../config/options.js';
@@ -7,8 +6,13 @@ import type { HedgeStats } from '../engine/hedger.js';
 /** Options of the {@link hedge} interceptor: those of createHedgedFetch, less the dispatcher. */
 export type HedgeInterceptorOptions = Omit<HedgedFetchOptions, 'dispatcher'>;
 
-/** An undici interceptor (for `Dispatcher.compose`) that hedges the requests of its routes. */
-export interface HedgeInterceptor extends Dispatcher.DispatcherComposeInterceptor {
+/**
+ * An undici interceptor (for `Dispatcher.compose`, undici 7 or 8) that hedges the requests of its
+ * routes.
+ */
+export interface HedgeInterceptor {
+  /** Wraps a dispatcher's `dispatch`; `compose` calls it. */
+  <D extends (options: never, handler: never) => boolean>(dispatch: D): D;
   /** Per-route delay, window size and counters, and the budget's balance. */
   stats(): HedgeStats;
 }
@@ -34,5 +38,5 @@ export function hedge(options: HedgeInterceptorOptions): HedgeInterceptor {
     invalid('dispatcher', dispatcher, 'absent: hedge() is composed onto a dispatcher');
   }
   const { hedger, interceptor } = createClient(options);
-  return Object.assign(interceptor, { stats: () => hedger.stats() });
+  return Object.assign(interceptor, { stats: () => hedger.stats() }) as unknown as HedgeInterceptor;
 }
