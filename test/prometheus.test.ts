@@ -18,7 +18,13 @@ import { waitFor } from '../packages/tailcut/test/support/wait.js';
 const root = new URL('..', import.meta.url).pathname;
 const dashboard = JSON.parse(
   readFileSync(join(root, 'examples/dashboards/tailcut-grafana.json'), 'utf8'),
-) as { panels: { title: string; targets: { expr: string; legendFormat: string }[] }[] };
+) as {
+  panels: {
+    title: string;
+    datasource?: { uid: string };
+    targets: { expr: string; legendFormat: string }[];
+  }[];
+};
 
 function prometheusBinary(): string | undefined {
   try {
@@ -129,7 +135,10 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
     p.targets.map((t) => ({ panel: p.title, expr: t.expr })),
   );
   const concrete = (expr: string) =>
-    expr.replaceAll('$__rate_interval', '10s').replaceAll('$route', '.*');
+    expr
+      .replaceAll('$__rate_interval', '10s')
+      .replaceAll('$route', '.*')
+      .replaceAll('$instance', '.*');
   const query = async (expr: string) => {
     const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(concrete(expr))}`);
     return (await res.json()) as { status: string; data: { result: unknown[] } };
@@ -141,8 +150,27 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
 
   it('the dashboard has panels for percentiles, hedge rate, win rate, denials, delay and slow rate', () => {
     const titles = dashboard.panels.map((p) => p.title.toLowerCase()).join('|');
-    for (const word of ['percentile', 'hedge rate', 'win rate', 'refused', 'delay', 'slow']) {
+    for (const word of [
+      'percentile',
+      'hedge rate',
+      'win rate',
+      'refused',
+      'delay',
+      'slow',
+      'first token',
+      'token gap',
+    ]) {
       expect(titles).toContain(word);
+    }
+  });
+
+  it('selects its data source by a variable (file provisioning) and filters by instance', () => {
+    const text = JSON.stringify(dashboard);
+    expect(text).not.toContain('DS_PROMETHEUS');
+    for (const p of dashboard.panels) {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax
+      expect(p.datasource?.uid).toBe('${datasource}');
+      for (const t of p.targets) expect(t.expr).toContain('instance=~"$instance"');
     }
   });
 
