@@ -198,7 +198,7 @@ if (values.help || command === undefined || command === 'help') {
   console.log(D3_INTRO);
   const d3 = await scenario(
     D3,
-    'D3 (99% of attempts lognormal median 10 ms, 1% x100, about 1 s)',
+    'D3 (99% of attempts ~10 ms, 1% x100, ~1 s)',
     D3_DEMO,
     progress,
     reportPath('d3'),
