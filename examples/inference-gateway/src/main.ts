@@ -41,12 +41,13 @@ const direct = { chat: [] as [number, number][], embeddings: [] as [number, numb
 let i = 0;
 const baseline = setInterval(() => {
   const chat = i % 3 === 0;
+  const stream = i % 6 === 0; // as the load: half the chat calls streamed
   const origin = replicas[i++ % replicas.length]?.origin;
   const started = performance.now();
   fetch(`${origin}/v1/${chat ? 'chat/completions' : 'embeddings'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: '{"model":"fake"}',
+    body: JSON.stringify({ model: 'fake', stream }),
   })
     .then((r) => r.arrayBuffer())
     .then(() => {
@@ -64,7 +65,7 @@ const report = setInterval(() => {
   for (const [name, s] of Object.entries(gateway.stats().routes)) {
     const bare = p99(direct[name as keyof typeof direct] ?? []);
     console.log(
-      `${name.padEnd(11)} calls ${s.calls}  hedged ${s.hedgesSent} (won ${s.hedgesWon})  delay ${s.delayMs.toFixed(1)} ms  p50 ${s.latency.p50.toFixed(1)} ms  p99 ${s.latency.p99.toFixed(1)} ms, without tailcut ${bare.toFixed(1)} ms (${(bare / s.latency.p99).toFixed(1)}x)`,
+      `${name.padEnd(11)} calls ${s.calls}  hedged ${s.hedgesSent} (won ${s.hedgesWon}, refused ${s.hedgesDeniedBudget})  delay ${s.delayMs.toFixed(1)} ms  p50 ${s.latency.p50.toFixed(1)} ms  p99 ${s.latency.p99.toFixed(1)} ms, without tailcut ${bare.toFixed(1)} ms (${(bare / s.latency.p99).toFixed(1)}x)`,
     );
   }
 }, 5000);
