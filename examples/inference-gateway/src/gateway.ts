@@ -17,6 +17,11 @@ export interface GatewayOptions {
   port?: number;
   /** Port of the Prometheus /metrics endpoint (0: any free port). */
   metricsPort?: number;
+  /**
+   * false: the same routes with `hedge: false` (tailcut measures and exports, never hedges), a
+   * baseline to put beside a hedging gateway. Default true.
+   */
+  hedging?: boolean;
 }
 
 /** Listens on 127.0.0.1; rejects with the server's error (EADDRINUSE when the port is taken). */
@@ -43,6 +48,7 @@ export async function startGateway(options: GatewayOptions) {
   const meterProvider = new MeterProvider({ readers: [exporter] });
   const [first] = options.replicas;
   if (first === undefined) throw new Error('startGateway: replicas must not be empty');
+  const hedging = options.hedging ?? true;
 
   // Per-route configuration: chat calls are long and costly, embeddings short and cheap.
   const hedgedFetch = createHedgedFetch({
@@ -55,7 +61,7 @@ export async function startGateway(options: GatewayOptions) {
         // Streamed calls race on their first token (JSON answers commit as a whole answer).
         commitOn: 'first-token',
         chunkTimeoutMs: 5_000,
-        hedge: { percentile: 95, maxAttempts: 2, initialDelayMs: 200 },
+        hedge: hedging && { percentile: 95, maxAttempts: 2, initialDelayMs: 200 },
         sloMs: 250,
       },
       {
@@ -63,7 +69,7 @@ export async function startGateway(options: GatewayOptions) {
         match: { method: 'POST', path: '/v1/embeddings' },
         replicas: options.replicas,
         idempotent: true,
-        hedge: { percentile: 90, maxAttempts: 3, initialDelayMs: 50 },
+        hedge: hedging && { percentile: 90, maxAttempts: 3, initialDelayMs: 50 },
         sloMs: 60,
       },
     ],
