@@ -122,7 +122,7 @@ const hedged = await run(
 console.log(`\n${CALLS} streamed chat completions, ${CONCURRENCY} at a time, time to first token:`);
 console.log(line('openai only (SDK fetch)', bare));
 console.log(line('tailcut over openai/azure/vllm', hedged));
-console.log(`p99 ratio (tailcut / openai only): ${(at(hedged, 99) / at(bare, 99)).toFixed(2)}`);
+console.log(`p99: ${(at(bare, 99) / at(hedged, 99)).toFixed(1)}x lower with tailcut`);
 const s = hedgedFetch.stats().routes.chat;
 console.log(
   `hedges sent ${s?.hedgesSent} (${(((s?.hedgesSent ?? 0) / CALLS) * 100).toFixed(1)}% of calls), won ${s?.hedgesWon}`,

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Latency of a fake inference replica: lognormal body, plus stalls. */
@@ -22,8 +22,30 @@ function rng(seed: number): () => number {
 }
 
 /**
+ * An OpenAI-style stream: headers and a role-only delta at once (not a token), the first token
+ * after `ttftMs`, then four more 5 ms apart.
+ */
+function stream(res: ServerResponse, ttftMs: number): void {
+  const chunk = (delta: object) =>
+    `data: ${JSON.stringify({ object: 'chat.completion.chunk', model: 'fake-chat', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(chunk({ role: 'assistant', content: '' }));
+  let token = 0;
+  let timer = setTimeout(function next() {
+    res.write(chunk({ content: `token${token} ` }));
+    if (++token === 5) {
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    timer = setTimeout(next, 5);
+  }, ttftMs);
+  res.on('close', () => clearTimeout(timer));
+}
+
+/**
  * A fake OpenAI-compatible replica on 127.0.0.1: POST /v1/chat/completions and
- * POST /v1/embeddings answer JSON after a latency drawn from the profile.
+ * POST /v1/embeddings answer JSON after a latency drawn from the profile; a chat call with
+ * `"stream": true` answers a stream whose first token comes after that latency.
  */
 export async function startFakeReplica(name: string, profile: ReplicaProfile, seed: number) {
   const random = rng(seed);
@@ -36,6 +58,13 @@ export async function startFakeReplica(name: string, profile: ReplicaProfile, se
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (
+        req.url?.startsWith('/v1/chat/completions') &&
+        Buffer.concat(chunks).includes('"stream":true')
+      ) {
+        stream(res, latency());
+        return;
+      }
       const timer = setTimeout(() => {
         const body = req.url?.startsWith('/v1/embeddings')
           ? {

@@ -17,10 +17,22 @@ export interface GatewayOptions {
   port?: number;
   /** Port of the Prometheus /metrics endpoint (0: any free port). */
   metricsPort?: number;
+  /**
+   * false: the same routes with `hedge: false` (tailcut measures and exports, never hedges), a
+   * baseline to put beside a hedging gateway. Default true.
+   */
+  hedging?: boolean;
 }
 
+/** Listens on 127.0.0.1; rejects with the server's error (EADDRINUSE when the port is taken). */
 async function listen(server: Server, port: number): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
@@ -36,6 +48,7 @@ export async function startGateway(options: GatewayOptions) {
   const meterProvider = new MeterProvider({ readers: [exporter] });
   const [first] = options.replicas;
   if (first === undefined) throw new Error('startGateway: replicas must not be empty');
+  const hedging = options.hedging ?? true;
 
   // Per-route configuration: chat calls are long and costly, embeddings short and cheap.
   const hedgedFetch = createHedgedFetch({
@@ -45,7 +58,10 @@ export async function startGateway(options: GatewayOptions) {
         match: { method: 'POST', path: '/v1/chat/completions' },
         replicas: options.replicas,
         idempotent: true,
-        hedge: { percentile: 95, maxAttempts: 2, initialDelayMs: 200 },
+        // Streamed calls race on their first token (JSON answers commit as a whole answer).
+        commitOn: 'first-token',
+        chunkTimeoutMs: 5_000,
+        hedge: hedging && { percentile: 95, maxAttempts: 2, initialDelayMs: 200 },
         sloMs: 250,
       },
       {
@@ -53,7 +69,7 @@ export async function startGateway(options: GatewayOptions) {
         match: { method: 'POST', path: '/v1/embeddings' },
         replicas: options.replicas,
         idempotent: true,
-        hedge: { percentile: 90, maxAttempts: 3, initialDelayMs: 50 },
+        hedge: hedging && { percentile: 90, maxAttempts: 3, initialDelayMs: 50 },
         sloMs: 60,
       },
     ],
@@ -68,8 +84,11 @@ export async function startGateway(options: GatewayOptions) {
       body,
       signal: AbortSignal.timeout(10_000),
     });
-    res.writeHead(answer.status, { 'content-type': 'application/json' });
-    res.end(await answer.text());
+    res.writeHead(answer.status, {
+      'content-type': answer.headers.get('content-type') ?? 'application/json',
+    });
+    if (answer.body) for await (const chunk of answer.body) res.write(chunk);
+    res.end();
   };
 
   const gateway = createServer((req, res) => {
@@ -90,8 +109,18 @@ export async function startGateway(options: GatewayOptions) {
     if (req.url === '/metrics') exporter.getMetricsRequestHandler(req, res);
     else res.writeHead(404).end();
   });
-  const url = await listen(gateway, options.port ?? 0);
-  const metricsUrl = `${await listen(metrics, options.metricsPort ?? 0)}/metrics`;
+  let url: string;
+  let metricsUrl: string;
+  try {
+    url = await listen(gateway, options.port ?? 0);
+    metricsUrl = `${await listen(metrics, options.metricsPort ?? 0)}/metrics`;
+  } catch (err) {
+    // Leave nothing open: the caller gets the error (its `code`, e.g. EADDRINUSE) and exits.
+    gateway.close();
+    await hedgedFetch.close();
+    await meterProvider.shutdown();
+    throw err;
+  }
   return {
     url,
     metricsUrl,
@@ -110,17 +139,21 @@ export async function startGateway(options: GatewayOptions) {
 }
 
 /**
- * Sends open-loop traffic to the gateway: `rate` calls per second, mixed chat and embeddings,
+ * Sends open-loop traffic to the gateway: `rate` calls per second, mixed chat (half of it
+ * streamed) and embeddings,
  * until `stop()` (or for `seconds`, when given).
  */
 export function startLoad(gatewayUrl: string, rate: number) {
   let i = 0;
   const timer = setInterval(() => {
-    const path = i++ % 3 === 0 ? '/chat' : '/embed';
+    // A third of the calls are chat, half of them streamed; the rest embeddings.
+    const path = i % 3 === 0 ? '/chat' : '/embed';
+    const stream = i % 6 === 0;
+    i++;
     fetch(gatewayUrl + path, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'fake', input: `call ${i}` }),
+      body: JSON.stringify({ model: 'fake', input: `call ${i}`, stream }),
     })
       .then((r) => r.arrayBuffer())
       .catch(() => {});

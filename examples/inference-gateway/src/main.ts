@@ -1,39 +1,78 @@
 /**
  * Runs the inference gateway against three local fake replicas (one with a slow tail) and a
- * steady load, and prints where to look: the gateway, its /metrics, and tailcut's stats.
+ * steady load, and prints where to look: the gateway, its /metrics, and every 5 s the tail of
+ * each route through the gateway (tailcut) beside the same calls sent straight to the replicas
+ * (round robin, no hedging).
  *
  *   node examples/inference-gateway/dist/main.js [seconds]   (default: until Ctrl-C)
+ *
+ * Environment: METRICS_PORT (default 9464; 0 for any free port), RATE (calls/s, default 50).
  */
 import { startFakeReplica } from './fleet.js';
 import { startGateway, startLoad } from './gateway.js';
 
 const seconds = Number(process.argv[2] ?? 0);
+const metricsPort = Number(process.env.METRICS_PORT ?? 9464);
+const rate = Number(process.env.RATE ?? 50);
 const profile = { medianMs: 20, sigma: 0.4, stallProbability: 0.01, stallFactor: 10 };
 const replicas = await Promise.all([
   startFakeReplica('r1', profile, 1),
   startFakeReplica('r2', profile, 2),
   startFakeReplica('r3', { ...profile, stallProbability: 0.08 }, 3),
 ]);
-const gateway = await startGateway({
-  replicas: replicas.map((r) => r.origin),
-  metricsPort: Number(process.env.METRICS_PORT ?? 9464),
-});
-const load = startLoad(gateway.url, Number(process.env.RATE ?? 50));
-console.log(`gateway  ${gateway.url} (POST /chat, POST /embed)`);
+const gateway = await startGateway({ replicas: replicas.map((r) => r.origin), metricsPort }).catch(
+  (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EADDRINUSE') throw err;
+    console.error(
+      `inference-gateway: port ${metricsPort} (METRICS_PORT) is taken; run with another, e.g. METRICS_PORT=${metricsPort + 1}, or METRICS_PORT=0 for any free port`,
+    );
+    process.exit(1);
+  },
+);
+const load = startLoad(gateway.url, rate);
+console.log(`gateway  ${gateway.url} (POST /chat, POST /embed), ${rate} calls/s`);
 console.log(
   `metrics  ${gateway.metricsUrl}  (scrape it with Prometheus; dashboard in examples/dashboards)`,
 );
 
+// The same mix of calls, straight to the replicas in turn, without tailcut: the baseline, over
+// the last 30 s as the route's figures are (its hedge.windowMs).
+const direct = { chat: [] as [number, number][], embeddings: [] as [number, number][] };
+let i = 0;
+const baseline = setInterval(() => {
+  const chat = i % 3 === 0;
+  const stream = i % 6 === 0; // as the load: half the chat calls streamed
+  const origin = replicas[i++ % replicas.length]?.origin;
+  const started = performance.now();
+  fetch(`${origin}/v1/${chat ? 'chat/completions' : 'embeddings'}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'fake', stream }),
+  })
+    .then((r) => r.arrayBuffer())
+    .then(() => {
+      const now = performance.now();
+      const list = chat ? direct.chat : direct.embeddings;
+      list.push([now, now - started]);
+      while ((list[0]?.[0] ?? now) < now - 30_000) list.shift();
+    })
+    .catch(() => {});
+}, 1000 / rate);
+const p99 = (v: [number, number][]) =>
+  v.map(([, ms]) => ms).sort((x, y) => x - y)[Math.ceil(v.length * 0.99) - 1] ?? 0;
+
 const report = setInterval(() => {
   for (const [name, s] of Object.entries(gateway.stats().routes)) {
+    const bare = p99(direct[name as keyof typeof direct] ?? []);
     console.log(
-      `${name.padEnd(11)} calls ${s.calls}  hedged ${s.hedgesSent} (won ${s.hedgesWon})  delay ${s.delayMs.toFixed(1)} ms  p50 ${s.latency.p50.toFixed(1)} ms  p99 ${s.latency.p99.toFixed(1)} ms`,
+      `${name.padEnd(11)} calls ${s.calls}  hedged ${s.hedgesSent} (won ${s.hedgesWon}, refused ${s.hedgesDeniedBudget})  delay ${s.delayMs.toFixed(1)} ms  p50 ${s.latency.p50.toFixed(1)} ms  p99 ${s.latency.p99.toFixed(1)} ms, without tailcut ${bare.toFixed(1)} ms (${(bare / s.latency.p99).toFixed(1)}x)`,
     );
   }
 }, 5000);
 
 const stop = async () => {
   clearInterval(report);
+  clearInterval(baseline);
   load.stop();
   await gateway.close();
   await Promise.all(replicas.map((r) => r.close()));

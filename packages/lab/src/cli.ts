@@ -3,14 +3,16 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
-import { measureInference } from './bench/inference.js';
+import { INFERENCE_SECONDS, measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
 import { measureWarmConnections } from './bench/warm.js';
+import { D2_INTRO, D3_INTRO, d3Verdict } from './demo-text.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
 import { measureFleetCost } from './fleet-budget/cost.js';
 import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
-import { table } from './report/summary.js';
+import { type Progress, startProgress } from './report/progress.js';
+import { type Row, table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
 import { simulateTrace } from './sim/simulate.js';
 
@@ -19,7 +21,9 @@ const HELP = `tailcut-lab: see what hedging does to the tail, and what it costs,
 usage: tailcut-lab <command> [options]
 
 commands:
-  demo       docs/design.md's D2 profile, every strategy side by side (under a minute)
+  demo       about a minute: D3 (99% of calls ~10 ms, 1% ~1 s), where a fixed delay tuned for
+             another fleet hedges too late and tailcut's learned delay is right; then D2, every
+             strategy side by side, the honest comparison
   run        one scenario:  --profile d2|d3|shift|cold  --rate N  --seconds S  --replicas R
              --strategies none,fixed,cockatiel,tailcut,auto  --fixed-delay MS  --slo MS  --seed N
   simulate   replay recorded latencies through tailcut's engine under a virtual clock:
@@ -41,6 +45,7 @@ commands:
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html)
+  --wide          the full tables (theory beside each percentile, cost columns; ~170 columns)
   -h, --help      this text`;
 
 const { values, positionals } = parseArgs({
@@ -50,7 +55,7 @@ const { values, positionals } = parseArgs({
     rate: { type: 'string' },
     seconds: { type: 'string' },
     replicas: { type: 'string', default: '3' },
-    strategies: { type: 'string', default: STRATEGIES.join(',') },
+    strategies: { type: 'string' },
     'fixed-delay': { type: 'string' },
     slo: { type: 'string' },
     seed: { type: 'string', default: '1' },
@@ -60,6 +65,7 @@ const { values, positionals } = parseArgs({
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
+    wide: { type: 'boolean', default: false },
     rtt: { type: 'string' },
     keepalive: { type: 'string' },
     instances: { type: 'string' },
@@ -82,29 +88,40 @@ function number(name: string, value: string | undefined, fallback: number): numb
   return n;
 }
 
-/** A progress bar on a terminal (stderr), for runs over two seconds. */
-function progressBar(seconds: number) {
-  if (!process.stderr.isTTY || seconds <= 2) return undefined;
-  return (strategy: string, fraction: number) => {
-    const width = 30;
-    const done = Math.round(fraction * width);
-    process.stderr.write(
-      `\r${strategy.padEnd(36)} [${'#'.repeat(done)}${' '.repeat(width - done)}] ${Math.round(fraction * 100)}%`,
-    );
-    if (fraction >= 1) process.stderr.write('\n');
-  };
+interface ScenarioDefaults {
+  rate: number;
+  seconds: number;
+  slo: number;
+  fixed: number;
+  warmup?: number;
+  /** The strategies when --strategies is not given. */
+  strategies?: readonly StrategyName[];
+}
+
+function strategiesOf(defaults: ScenarioDefaults): StrategyName[] {
+  const given = values.strategies?.split(',').map((s) => s.trim()) as StrategyName[] | undefined;
+  const strategies = given ?? [...(defaults.strategies ?? STRATEGIES)];
+  for (const s of strategies) {
+    if (![...STRATEGIES, 'unbudgeted', 'auto'].includes(s))
+      fail(`unknown strategy ${JSON.stringify(s)}`);
+  }
+  return strategies;
+}
+
+/** How long a scenario takes, s: each strategy's warm-up and measurement, and the calibration. */
+function expectedSeconds(defaults: ScenarioDefaults): number {
+  const seconds = number('seconds', values.seconds, defaults.seconds);
+  return 2 + strategiesOf(defaults).length * (seconds + (defaults.warmup ?? 2) + 0.5);
 }
 
 async function scenario(
   profile: Profile,
   name: string,
-  defaults: { rate: number; seconds: number; slo: number; fixed: number; warmup?: number },
-) {
-  const strategies = (values.strategies ?? '').split(',').map((s) => s.trim()) as StrategyName[];
-  for (const s of strategies) {
-    if (![...STRATEGIES, 'unbudgeted', 'auto'].includes(s))
-      fail(`unknown strategy ${JSON.stringify(s)}`);
-  }
+  defaults: ScenarioDefaults,
+  progress: Progress,
+  report: string,
+): Promise<Row[]> {
+  const strategies = strategiesOf(defaults);
   const seconds = number('seconds', values.seconds, defaults.seconds);
   const rate = number('rate', values.rate, defaults.rate);
   const sloMs = number('slo', values.slo, defaults.slo);
@@ -121,7 +138,7 @@ async function scenario(
     fixedDelayMs: number('fixed-delay', values['fixed-delay'], defaults.fixed),
     strategies,
     warmupSeconds,
-    progress: progressBar(seconds + warmupSeconds),
+    progress: (strategy) => progress.phase(`${name.split(' ')[0]}: ${strategy}`),
     onSecond: (strategy, second) => {
       const route = strategy.stats?.().routes.lab;
       if (route === undefined) return;
@@ -136,40 +153,84 @@ async function scenario(
       });
     },
   });
-  const text = table(rows, sloMs);
+  const text = table(rows, sloMs, { wide: values.wide ?? false });
   console.log(`\n${name}: ${rate} calls/s, ${seconds} s measured, ${values.replicas} replicas\n`);
   console.log(text);
-  const report = resolve(values.report ?? 'lab-report.html');
   writeFileSync(
     report,
-    htmlReport(`tailcut lab: ${name}`, rows, text, { points, profile, percentile: 95 }),
+    htmlReport(`tailcut lab: ${name}`, rows, table(rows, sloMs, { wide: true }), {
+      points,
+      profile,
+      percentile: 95,
+    }),
   );
   console.log(`\nreport: ${report}`);
+  return rows;
 }
+
+/** `name-d3.html` beside `name.html`: one report per scenario of the demo. */
+function reportPath(suffix: string): string {
+  const base = resolve(values.report ?? 'lab-report.html');
+  if (suffix === '') return base;
+  const dot = base.lastIndexOf('.');
+  return dot > base.lastIndexOf('/')
+    ? `${base.slice(0, dot)}-${suffix}${base.slice(dot)}`
+    : `${base}-${suffix}`;
+}
+
+const D3_DEMO: ScenarioDefaults = {
+  rate: 200,
+  seconds: 5,
+  slo: 50,
+  fixed: 50,
+  strategies: ['none', 'fixed', 'tailcut'],
+};
+const D2_DEMO: ScenarioDefaults = { rate: 200, seconds: 8, slo: 50, fixed: 50 };
 
 const command = positionals[0];
 if (values.help || command === undefined || command === 'help') {
   console.log(HELP);
 } else if (command === 'demo') {
-  await scenario(D2, 'D2 (lognormal median 20 ms, sigma 0.4, 1% of attempts x10)', {
-    rate: 200,
-    seconds: 8,
-    slo: 50,
-    fixed: 50,
+  const progress = startProgress({
+    title: 'demo',
+    expectedSeconds: expectedSeconds(D3_DEMO) + expectedSeconds(D2_DEMO),
   });
+  console.log(D3_INTRO);
+  const d3 = await scenario(
+    D3,
+    'D3 (99% of attempts ~10 ms, 1% x100, ~1 s)',
+    D3_DEMO,
+    progress,
+    reportPath('d3'),
+  );
+  console.log(`\n${d3Verdict(d3)}\n\n${D2_INTRO}`);
+  await scenario(
+    D2,
+    'D2 (lognormal median 20 ms, sigma 0.4, 1% of attempts x10)',
+    D2_DEMO,
+    progress,
+    reportPath(''),
+  );
+  progress.stop();
 } else if (command === 'run') {
   const profiles: Record<string, Profile> = { d2: D2, d3: D3, shift: SHIFT, cold: COLD };
   const name = values.profile ?? 'd2';
   const profile =
     profiles[name] ?? fail(`unknown profile ${JSON.stringify(name)} (d2, d3, shift, cold)`);
-  await scenario(profile, name.toUpperCase(), {
+  const defaults: ScenarioDefaults = {
     rate: 500,
     seconds: name === 'shift' ? 15 : 10,
     slo: 50,
     fixed: 50,
     // A cold start is the client's too: no warm-up.
     warmup: name === 'cold' ? 0 : 2,
+  };
+  const progress = startProgress({
+    title: `run ${name}`,
+    expectedSeconds: expectedSeconds(defaults),
   });
+  await scenario(profile, name.toUpperCase(), defaults, progress, reportPath(''));
+  progress.stop();
 } else if (command === 'simulate') {
   if (values.trace === undefined) fail('simulate needs --trace FILE (one latency in ms per line)');
   const list = (s: string | undefined) => (s ?? '').split(',').map(Number);
@@ -183,10 +244,16 @@ if (values.help || command === undefined || command === 'help') {
   );
 } else if (command === 'bench') {
   const file = resolve(values.out ?? 'BENCHMARKS.md');
-  await writeBenchmarks(file, { quick: values.quick ?? false, log: (l) => console.error(l) });
+  const quick = values.quick ?? false;
+  const progress = startProgress({ title: 'bench', expectedSeconds: quick ? 150 : 700 });
+  await writeBenchmarks(file, { quick, log: (l) => progress.phase(l.replace(/ …$/, '')) });
+  progress.stop();
   console.log(`wrote ${file}`);
 } else if (command === 'inference') {
-  console.log(await measureInference((l) => console.error(l)));
+  const progress = startProgress({ title: 'inference', expectedSeconds: INFERENCE_SECONDS });
+  const text = await measureInference((l) => progress.phase(l.replace(/^inference: /, '')));
+  progress.stop();
+  console.log(text);
 } else if (command === 'warm') {
   console.log(
     await measureWarmConnections({

@@ -13,7 +13,7 @@ export type {
   StreamEvent,
 } from './config/options.js';
 export type { HedgeStats, RouteStats } from './engine/hedger.js';
-export type { RouteCounters } from './engine/route-state.js';
+export type { KeyDelay, RouteCounters } from './engine/route-state.js';
 export type { TailStats } from './engine/tail-window.js';
 export { isTailcutError, TailcutError, type TailcutErrorCode } from './errors.js';
 export { DURATION_BUCKETS, INSTRUMENTS, type InstrumentSpec } from './telemetry/instruments.js';

@@ -524,6 +524,10 @@ describe.each(adapters)('$name: conditioning key', (current) => {
     await call('large', 30, () => expect(hedgesSent() - before).toBe(0));
     await call('small', 30, () => expect(hedgesSent() - before).toBe(1));
     expect(f.stats().routes.chat?.keys).toBe(2);
+    const byKey = f.stats().routes.chat?.byKey;
+    expect(Object.keys(byKey ?? {}).sort()).toEqual(['large', 'small']);
+    expect(byKey?.large?.delayMs).toBeGreaterThan(byKey?.small?.delayMs ?? Infinity);
+    expect(byKey?.small?.samples).toBeGreaterThan(0);
   });
 });
 

@@ -120,7 +120,7 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
       `## 2${name === 'D2' ? 'a' : 'b'}. Tail: ${name} at 1,000 calls/s, ${seconds} s measured after warm-up`,
       '',
     );
-    out.push('```', table(rows, slo), '```', '');
+    out.push('```', table(rows, slo, { wide: true }), '```', '');
     return rows;
   };
   const d2 = await tail('D2', D2, 50, 50);

@@ -3,6 +3,7 @@ import * as undici from 'undici';
 import { startFleet } from '../fleet/fleet.js';
 import type { Profile } from '../fleet/profile.js';
 import { openLoop } from '../load/open-loop.js';
+import { textTable } from '../report/summary.js';
 import type { Strategy } from '../strategies.js';
 
 /** Streaming replicas: 200 at once, time to first token lognormal (median 150 ms), 2% stalls ×8. */
@@ -63,6 +64,11 @@ export function firstToken(
   return strategy;
 }
 
+const RATE = 100;
+const SECONDS = 10;
+/** How long `measureInference` takes, s: six streaming runs and two overload runs. */
+export const INFERENCE_SECONDS = 6 * (SECONDS + 3 + 0.5) + 2 * (SECONDS + 2 + 0.5) + 3;
+
 function pct(h: { getValueAtPercentile(p: number): number }, p: number): string {
   return (h.getValueAtPercentile(p) / 1000).toFixed(0);
 }
@@ -74,14 +80,13 @@ function pct(h: { getValueAtPercentile(p: number): number }, p: number): string 
  */
 export async function measureInference(log: (line: string) => void = () => {}): Promise<string> {
   const out: string[] = [];
-  const rate = 100;
-  const seconds = 10;
+  const rate = RATE;
+  const seconds = SECONDS;
   out.push(
     `Streaming fleets: 3 replicas that send 200 and their provider's early events at once (OpenAI: an SSE comment and a role-only delta; Anthropic: message_start, content_block_start, ping), then the first token after a lognormal TTFT (median 150 ms, sigma 0.3, 2% stalls x8), 10 tokens 5 ms apart; ${rate} calls/s, ${seconds} s measured. TTFT is read by the client: the time to the first generated token, not the first byte.`,
     '',
-    '| flavour | strategy | TTFT p50 ms | p99 ms | p99.9 ms | max ms | extra load |',
-    '|---|---|---|---|---|---|---|',
   );
+  const streaming: string[][] = [];
   for (const flavour of ['openai', 'anthropic'] as const) {
     const fleet = await startFleet(3, { ...STREAMING, flavour }, 3);
     const tailcut = (o: string[], commitOn: 'first-byte' | 'first-token') => {
@@ -119,14 +124,27 @@ export async function measureInference(log: (line: string) => void = () => {}): 
       });
       await new Promise((x) => setTimeout(x, 300));
       const counts = await fleet.stats();
-      out.push(
-        `| ${flavour} | ${s.name} | ${pct(r.latency, 50)} | ${pct(r.latency, 99)} | ${pct(r.latency, 99.9)} | ${(r.latency.maxValue / 1000).toFixed(0)} | ${((counts.started / r.calls - 1) * 100).toFixed(1)}% |`,
-      );
+      streaming.push([
+        flavour === 'openai' ? 'OpenAI' : 'Anthropic',
+        s.name,
+        pct(r.latency, 50),
+        pct(r.latency, 99),
+        pct(r.latency, 99.9),
+        (r.latency.maxValue / 1000).toFixed(0),
+        `${((counts.started / r.calls - 1) * 100).toFixed(1)}%`,
+      ]);
       await s.close();
     }
     await fleet.stop();
   }
-  out.push('');
+  out.push(
+    ...textTable(
+      ['flavour', 'strategy', 'TTFT p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'extra load'],
+      streaming,
+      2,
+    ),
+    '',
+  );
   {
     const profile: Profile = {
       medianMs: 20,
@@ -136,13 +154,10 @@ export async function measureInference(log: (line: string) => void = () => {}): 
     };
     const fleet = await startFleet(3, profile, 4);
     out.push(
-      `Overloaded fleet: 30% of answers are 429 (Retry-After: 1), the rest lognormal median 20 ms; ${rate} calls/s, ${seconds} s measured.`,
+      `Overloaded fleet: 30% of answers are 429 (Retry-After: 1), the rest lognormal median 20 ms; ${rate} calls/s, ${seconds} s measured. Every column counts the measured seconds only (not the warm-up).`,
       '',
     );
-    out.push(
-      '| strategy | calls answered 200 | extra load | hedges sent | denied (budget) | budget penalties |',
-      '|---|---|---|---|---|---|',
-    );
+    const overload: string[][] = [];
     const bare = new undici.Agent();
     const i = hedge({
       routes: [{ name: 'api', replicas: fleet.origins, hedge: { percentile: 95, minSamples: 50 } }],
@@ -167,23 +182,52 @@ export async function measureInference(log: (line: string) => void = () => {}): 
         close: async () => {},
       };
       log(`inference: 429 ${name}`);
-      let measuredOk = 0;
+      const hedged = name !== 'no hedging';
+      const snapshot = () => {
+        const st = hedged ? i.stats() : undefined;
+        return {
+          ok,
+          sent: st?.routes.api?.hedgesSent ?? 0,
+          denied: st?.routes.api?.hedgesDeniedBudget ?? 0,
+          penalties: st?.budget.penalties ?? 0,
+        };
+      };
+      // The client's counters are since its start; the fleet's since the end of the warm-up.
+      let atStart = snapshot();
       const r = await openLoop(s, {
         rate,
         seconds,
         warmupSeconds: 2,
         onMeasureStart: () => {
-          measuredOk = ok;
+          atStart = snapshot();
           void fleet.reset();
         },
       });
       await new Promise((x) => setTimeout(x, 300));
       const counts = await fleet.stats();
-      const st = name === 'no hedging' ? undefined : i.stats();
-      out.push(
-        `| ${name} | ${(((ok - measuredOk) / r.calls) * 100).toFixed(1)}% | ${((counts.started / r.calls - 1) * 100).toFixed(1)}% | ${st?.routes.api?.hedgesSent ?? 0} | ${st?.routes.api?.hedgesDeniedBudget ?? 0} | ${st?.budget.penalties ?? 0} |`,
-      );
+      const end = snapshot();
+      overload.push([
+        name,
+        `${(((end.ok - atStart.ok) / r.calls) * 100).toFixed(1)}%`,
+        `${((counts.started / r.calls - 1) * 100).toFixed(1)}%`,
+        String(end.sent - atStart.sent),
+        String(end.denied - atStart.denied),
+        String(end.penalties - atStart.penalties),
+      ]);
     }
+    out.push(
+      ...textTable(
+        [
+          'strategy',
+          'answered 200',
+          'extra load',
+          'hedges sent',
+          'denied (budget)',
+          'budget penalties',
+        ],
+        overload,
+      ),
+    );
     await bare.close();
     await hedged.close();
     await fleet.stop();

@@ -80,8 +80,67 @@ export function summarize(
 const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 
-/** The terminal table: measured beside theory, then cost columns. */
-export function table(rows: Row[], sloMs: number): string {
+/** Lays out a header and rows: the first `left` columns left-aligned, the others right-aligned. */
+export function textTable(header: string[], lines: string[][], left = 1): string[] {
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...lines.map((l) => (l[i] as string).length)),
+  );
+  const fmt = (cells: string[]) =>
+    cells
+      .map((c, i) => (i < left ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join('  ');
+  return [fmt(header), fmt(widths.map((w) => '-'.repeat(w))), ...lines.map(fmt)];
+}
+
+/** What the load generator's lag means, said once under a table. */
+function lagNote(rows: Row[]): string[] {
+  if (!rows.some((r) => r.invalid))
+    return ['lag: the load generator kept its schedule (send lag p99 within 1 ms) in every run.'];
+  return [
+    'lag: how late the load generator sent calls, ms (p99). Over 1 ms the machine was busy: latencies',
+    'count from the intended send times, so the lag is in them, not hidden, and a row that ran',
+    'while the machine was busiest can lose for that alone (rows run one after another).',
+  ];
+}
+
+/** Options of `table`. */
+export interface TableOptions {
+  /** Every column (cost, CPU, send lag, theory beside each percentile): about 170 columns. */
+  wide?: boolean;
+}
+
+/**
+ * The terminal table. By default what a newcomer needs, within 100 columns: the measured
+ * percentiles, share over the SLO, extra load, theory's p99 and p99.9 and the load generator's
+ * lag; `wide` puts theory beside every percentile and adds max and the cost columns.
+ */
+export function table(rows: Row[], sloMs: number, o: TableOptions = {}): string {
+  if (!o.wide) {
+    const header = [
+      'strategy',
+      ...PERCENTILES.map((p) => `p${p}`),
+      `>${sloMs}ms`,
+      'extra load',
+      'theory p99/p99.9',
+      'lag',
+    ];
+    const lines = rows.map((r) => [
+      r.strategy,
+      ...r.measured.map(ms),
+      pct(r.slowRate),
+      pct(r.extraLoad),
+      r.theory ? `${ms(r.theory[2] as number)}/${ms(r.theory[3] as number)}` : '-',
+      r.sendLagP99Ms.toFixed(1),
+    ]);
+    return [
+      ...textTable(header, lines),
+      '',
+      "Latencies in ms from each call's intended send time (open loop). theory: docs/design.md's",
+      'closed forms for this profile (independent replicas, exact percentiles, no queueing): what',
+      'the strategy should give; far from it means too few calls in the tail, or a busy machine.',
+      ...lagNote(rows),
+    ].join('\n');
+  }
   const header = [
     'strategy',
     ...PERCENTILES.map((p) => `p${p}`),
@@ -93,7 +152,7 @@ export function table(rows: Row[], sloMs: number): string {
     'aborted work',
     'CPU/call',
     'send lag p99',
-    'valid',
+    'on time',
   ];
   const lines = rows.map((r) => [
     r.strategy,
@@ -110,21 +169,12 @@ export function table(rows: Row[], sloMs: number): string {
     `${r.sendLagP99Ms.toFixed(2)} ms`,
     r.invalid ? 'no' : 'yes',
   ]);
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...lines.map((l) => (l[i] as string).length)),
-  );
-  const fmt = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
-      .join('  ');
   return [
-    fmt(header),
-    fmt(widths.map((w) => '-'.repeat(w))),
-    ...lines.map(fmt),
+    ...textTable(header, lines),
     '',
     "latencies in ms from each call's intended send time (open loop); (theory): docs/design.md's closed forms",
     'for the profile. CPU/call: client CPU net of the load generator (a no-op calibration run).',
-    'valid: send lag p99 <= 1 ms. A run marked "no" fell behind its schedule; its latencies still',
+    'on time: send lag p99 <= 1 ms. A run marked "no" fell behind its schedule; its latencies still',
     'count from the intended send times, so they include that lag (no coordinated omission).',
   ].join('\n');
 }

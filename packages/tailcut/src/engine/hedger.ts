@@ -7,19 +7,25 @@ import type { RequestTarget } from '../routes/matcher.js';
 import { Call, type CallHost, type CallSpec } from './call.js';
 import { type CallListener, type EngineListener, SILENT } from './listener.js';
 import type { Answer } from './policy.js';
-import { type RouteCounters, RouteState } from './route-state.js';
+import { type KeyDelay, type RouteCounters, RouteState } from './route-state.js';
 import type { TailStats } from './tail-window.js';
 
 /** A route's figures, as `stats()` reports them. */
 export interface RouteStats extends RouteCounters {
-  /** The hedge delay a call starting now would use, ms. */
+  /**
+   * The hedge delay a call starting now without a key would use, ms. On a route with a `key`,
+   * calls with a key learn in `byKey` instead (this stays at `initialDelayMs`, `samples` at 0,
+   * unless some calls have no key).
+   */
   delayMs: number;
-  /** Latencies in the route's rolling window. */
+  /** Latencies in the route's rolling window (calls without a key). */
   samples: number;
   /** The route's recent calls, end to end: percentiles, max, CV, p99/p50, slow rate (ms). */
   latency: TailStats;
   /** Conditioning keys with a delay estimator of their own (routes with a `key`). */
   keys: number;
+  /** Per conditioning key (e.g. model): the delay a call with that key would use now, and its samples. */
+  byKey: Record<string, KeyDelay>;
   /** Per replica, by its `name` (the origin unless named): attempts, wins, failures, latency. */
   replicas: Record<string, ReplicaStats>;
 }
@@ -89,6 +95,7 @@ export class Hedger implements CallHost {
         samples: route.estimator.samples(),
         latency: route.tail.stats(),
         keys: route.keys,
+        byKey: route.keyDelays(),
         replicas: route.picker.stats(),
       };
     }

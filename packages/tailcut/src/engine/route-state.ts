@@ -26,6 +26,14 @@ export interface RouteCounters {
   slowCalls: number;
 }
 
+/** The delay of one conditioning key, as `stats()` reports it. */
+export interface KeyDelay {
+  /** The hedge delay a call with this key starting now would use, ms. */
+  delayMs: number;
+  /** Latencies of this key the delay is read from. */
+  samples: number;
+}
+
 /** The live state of a route: its settings, delay estimator, replica picker and counters. */
 export class RouteState {
   readonly settings: RouteSettings;
@@ -80,6 +88,13 @@ export class RouteState {
   /** Keys with an estimator of their own now. */
   get keys(): number {
     return this.keyed.size;
+  }
+
+  /** Each key's delay now and the latencies it rests on (least recently used first). */
+  keyDelays(): Record<string, KeyDelay> {
+    const out: Record<string, KeyDelay> = Object.create(null);
+    for (const [key, e] of this.keyed) out[key] = { delayMs: e.delayMs(), samples: e.samples() };
+    return out;
   }
 
   /** Adds latencies (ms) to the route's own delay estimator, as if observed now (a warm start). */
