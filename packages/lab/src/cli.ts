@@ -13,6 +13,7 @@ import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
 import { simulateTrace } from './sim/simulate.js';
+import { TraceError } from './sim/trace.js';
 
 const HELP = `tailcut-lab: see what hedging does to the tail, and what it costs, on your machine.
 
@@ -22,8 +23,14 @@ commands:
   demo       docs/design.md's D2 profile, every strategy side by side (under a minute)
   run        one scenario:  --profile d2|d3|shift|cold  --rate N  --seconds S  --replicas R
              --strategies none,fixed,cockatiel,tailcut,auto  --fixed-delay MS  --slo MS  --seed N
-  simulate   replay recorded latencies through tailcut's engine under a virtual clock:
-             --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
+  simulate   replay recorded latencies (ms) through tailcut's engine under a virtual clock and
+             recommend a hedge percentile and budget:
+             --trace FILE  CSV with a header line, JSON lines (.jsonl) or a HAR file (.har)
+             [--column NAME]  the latency column (CSV) or field (JSON lines); needed when
+                              several columns are numeric
+             [--route-column NAME]  one table per route (HAR: always, by method and path)
+             [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
+             [--calls N]  calls simulated per configuration (20000)
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
              [--out FILE]  [--quick]
   inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
@@ -55,6 +62,9 @@ const { values, positionals } = parseArgs({
     slo: { type: 'string' },
     seed: { type: 'string', default: '1' },
     trace: { type: 'string' },
+    column: { type: 'string' },
+    'route-column': { type: 'string' },
+    calls: { type: 'string' },
     percentiles: { type: 'string', default: '90,95,99' },
     budgets: { type: 'string', default: '0.01,0.05,0.1' },
     report: { type: 'string', default: 'lab-report.html' },
@@ -171,16 +181,36 @@ if (values.help || command === undefined || command === 'help') {
     warmup: name === 'cold' ? 0 : 2,
   });
 } else if (command === 'simulate') {
-  if (values.trace === undefined) fail('simulate needs --trace FILE (one latency in ms per line)');
-  const list = (s: string | undefined) => (s ?? '').split(',').map(Number);
-  console.log(
-    simulateTrace({
-      trace: values.trace,
-      percentiles: list(values.percentiles),
-      budgets: list(values.budgets),
-      rate: number('rate', values.rate, 100),
-    }),
-  );
+  if (values.trace === undefined)
+    fail('simulate needs --trace FILE (CSV with a header, .jsonl or .har)');
+  const list = (name: 'percentiles' | 'budgets', below: number) =>
+    (values[name] ?? '').split(',').map((cell) => {
+      const n = Number(cell);
+      if (cell.trim() === '' || !(n > 0 && n < below))
+        fail(
+          `--${name} must be numbers between 0 and ${below}, comma-separated; got ${JSON.stringify(values[name])}`,
+        );
+      return n;
+    });
+  const percentiles = list('percentiles', 100);
+  const budgets = list('budgets', 1);
+  try {
+    console.log(
+      simulateTrace({
+        trace: values.trace,
+        column: values.column,
+        routeColumn: values['route-column'],
+        percentiles,
+        budgets,
+        rate: number('rate', values.rate, 100),
+        calls: number('calls', values.calls, 20_000),
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof TraceError)) throw err;
+    console.error(`tailcut-lab: ${err.message}`);
+    process.exit(2);
+  }
 } else if (command === 'bench') {
   const file = resolve(values.out ?? 'BENCHMARKS.md');
   await writeBenchmarks(file, { quick: values.quick ?? false, log: (l) => console.error(l) });
