@@ -9,6 +9,7 @@ import { measureWarmConnections } from './bench/warm.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
 import { measureFleetCost } from './fleet-budget/cost.js';
 import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
+import { freshReportPath } from './report/file.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
@@ -47,7 +48,9 @@ commands:
              [--rate N (2000)]  [--seconds S (5)]  [--instances N (10)]
 
 options:
-  --report FILE   where demo/run write the HTML report (default: lab-report.html)
+  --report FILE   where demo/run write the HTML report (default: lab-report.html); if it
+                  exists, the report goes to FILE-2.html (-3, ...) instead, and the run says so
+  --force         overwrite the --report file
   -h, --help      this text`;
 
 const { values, positionals } = parseArgs({
@@ -70,6 +73,7 @@ const { values, positionals } = parseArgs({
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false },
     rtt: { type: 'string' },
     keepalive: { type: 'string' },
     instances: { type: 'string' },
@@ -149,12 +153,14 @@ async function scenario(
   const text = table(rows, sloMs);
   console.log(`\n${name}: ${rate} calls/s, ${seconds} s measured, ${values.replicas} replicas\n`);
   console.log(text);
-  const report = resolve(values.report ?? 'lab-report.html');
+  const wanted = values.report ?? 'lab-report.html';
+  const report = freshReportPath(wanted, values.force ?? false);
   writeFileSync(
     report,
     htmlReport(`tailcut lab: ${name}`, rows, text, { points, profile, percentile: 95 }),
   );
-  console.log(`\nreport: ${report}`);
+  const kept = report === resolve(wanted) ? '' : ` (${wanted} exists: kept; --force overwrites it)`;
+  console.log(`\nreport: ${report}${kept}`);
 }
 
 const command = positionals[0];
