@@ -159,14 +159,13 @@ describe.runIf(PACK_TESTS)(
       );
     }, 30_000);
 
-    it("runs the lab's CLI from its tarball: npx tailcut-lab simulate --trace x.csv", async () => {
+    it("runs the lab's CLI from its tarball: npx tailcut-lab / npx @tailcut/lab simulate", async () => {
       const lines = Array.from(
         { length: 2000 },
         (_, i) => `${i},${(i % 50 === 0 ? 200 : 20 + (i % 7)).toFixed(1)}`,
       );
       writeFileSync(join(project, 'x.csv'), `index,latency_ms\n${lines.join('\n')}\n`);
       const args = [
-        'tailcut-lab',
         'simulate',
         '--trace',
         'x.csv',
@@ -177,10 +176,10 @@ describe.runIf(PACK_TESTS)(
         '--calls',
         '2000',
       ];
-      const refused = await run('npx', args, project);
+      const refused = await run('npx', ['tailcut-lab', ...args], project);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain('several numeric columns ("index", "latency_ms")');
-      const out = await ok('npx', [...args, '--column', 'latency_ms'], project);
+      const out = await ok('npx', ['@tailcut/lab', ...args, '--column', 'latency_ms'], project);
       expect(out).toContain('<- recommended');
     }, 30_000);
 
