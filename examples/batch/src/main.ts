@@ -13,7 +13,7 @@ import { type Profile, startFleet } from './replicas.js';
 
 const INPUTS = Number(process.env.BATCH_INPUTS ?? 10_000);
 const CONCURRENCY = 32;
-const PROFILE: Profile = { medianMs: 10, sigma: 0.3, stallProbability: 0.015, stallMs: 400 };
+const PROFILE: Profile = { medianMs: 20, sigma: 0.3, stallProbability: 0.02, stallMs: 500 };
 const SEED = 1;
 
 type Call = (origin: string, i: number, init: RequestInit) => Promise<Response>;
