@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
 import { INFERENCE_SECONDS, measureInference } from './bench/inference.js';
@@ -10,11 +10,13 @@ import { D2_INTRO, D3_INTRO, d3Verdict } from './demo-text.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
 import { measureFleetCost } from './fleet-budget/cost.js';
 import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
+import { freshReportPath } from './report/file.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { type Progress, startProgress } from './report/progress.js';
 import { type Row, table } from './report/summary.js';
 import { runScenario, STRATEGIES, type StrategyName } from './scenario.js';
 import { simulateTrace } from './sim/simulate.js';
+import { TraceError } from './sim/trace.js';
 
 const HELP = `tailcut-lab: see what hedging does to the tail, and what it costs, on your machine.
 
@@ -26,8 +28,14 @@ commands:
              strategy side by side, the honest comparison
   run        one scenario:  --profile d2|d3|shift|cold  --rate N  --seconds S  --replicas R
              --strategies none,fixed,cockatiel,tailcut,auto  --fixed-delay MS  --slo MS  --seed N
-  simulate   replay recorded latencies through tailcut's engine under a virtual clock:
-             --trace latencies.csv  [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
+  simulate   replay recorded latencies (ms) through tailcut's engine under a virtual clock and
+             recommend a hedge percentile and budget:
+             --trace FILE  CSV with a header line, JSON lines (.jsonl) or a HAR file (.har)
+             [--column NAME]  the latency column (CSV) or field (JSON lines); needed when
+                              several columns are numeric
+             [--route-column NAME]  one table per route (HAR: always, by method and path)
+             [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
+             [--calls N]  calls simulated per configuration (20000)
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
              [--out FILE]  [--quick]
   inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
@@ -44,7 +52,9 @@ commands:
              [--rate N (2000)]  [--seconds S (5)]  [--instances N (10)]
 
 options:
-  --report FILE   where demo/run write the HTML report (default: lab-report.html)
+  --report FILE   where demo/run write the HTML report (default: lab-report.html); if it
+                  exists, the report goes to FILE-2.html (-3, ...) instead, and the run says so
+  --force         overwrite the --report file
   --wide          the full tables (theory beside each percentile, cost columns; ~170 columns)
   -h, --help      this text`;
 
@@ -60,12 +70,16 @@ const { values, positionals } = parseArgs({
     slo: { type: 'string' },
     seed: { type: 'string', default: '1' },
     trace: { type: 'string' },
+    column: { type: 'string' },
+    'route-column': { type: 'string' },
+    calls: { type: 'string' },
     percentiles: { type: 'string', default: '90,95,99' },
     budgets: { type: 'string', default: '0.01,0.05,0.1' },
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
     wide: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false },
     rtt: { type: 'string' },
     keepalive: { type: 'string' },
     instances: { type: 'string' },
@@ -156,15 +170,17 @@ async function scenario(
   const text = table(rows, sloMs, { wide: values.wide ?? false });
   console.log(`\n${name}: ${rate} calls/s, ${seconds} s measured, ${values.replicas} replicas\n`);
   console.log(text);
+  const file = freshReportPath(report, values.force ?? false);
   writeFileSync(
-    report,
+    file,
     htmlReport(`tailcut lab: ${name}`, rows, table(rows, sloMs, { wide: true }), {
       points,
       profile,
       percentile: 95,
     }),
   );
-  console.log(`\nreport: ${report}`);
+  const kept = file === report ? '' : ` (${basename(report)} exists: kept; --force overwrites it)`;
+  console.log(`\nreport: ${file}${kept}`);
   return rows;
 }
 
@@ -232,16 +248,36 @@ if (values.help || command === undefined || command === 'help') {
   await scenario(profile, name.toUpperCase(), defaults, progress, reportPath(''));
   progress.stop();
 } else if (command === 'simulate') {
-  if (values.trace === undefined) fail('simulate needs --trace FILE (one latency in ms per line)');
-  const list = (s: string | undefined) => (s ?? '').split(',').map(Number);
-  console.log(
-    simulateTrace({
-      trace: values.trace,
-      percentiles: list(values.percentiles),
-      budgets: list(values.budgets),
-      rate: number('rate', values.rate, 100),
-    }),
-  );
+  if (values.trace === undefined)
+    fail('simulate needs --trace FILE (CSV with a header, .jsonl or .har)');
+  const list = (name: 'percentiles' | 'budgets', below: number) =>
+    (values[name] ?? '').split(',').map((cell) => {
+      const n = Number(cell);
+      if (cell.trim() === '' || !(n > 0 && n < below))
+        fail(
+          `--${name} must be numbers between 0 and ${below}, comma-separated; got ${JSON.stringify(values[name])}`,
+        );
+      return n;
+    });
+  const percentiles = list('percentiles', 100);
+  const budgets = list('budgets', 1);
+  try {
+    console.log(
+      simulateTrace({
+        trace: values.trace,
+        column: values.column,
+        routeColumn: values['route-column'],
+        percentiles,
+        budgets,
+        rate: number('rate', values.rate, 100),
+        calls: number('calls', values.calls, 20_000),
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof TraceError)) throw err;
+    console.error(`tailcut-lab: ${err.message}`);
+    process.exit(2);
+  }
 } else if (command === 'bench') {
   const file = resolve(values.out ?? 'BENCHMARKS.md');
   const quick = values.quick ?? false;

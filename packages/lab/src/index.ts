@@ -17,7 +17,22 @@ export { type LoadOptions, type LoadResult, openLoop } from './load/open-loop.js
 export { htmlReport, percentilePlot } from './report/html.js';
 export { type Row, summarize, table } from './report/summary.js';
 export { runScenario, type Scenario, STRATEGIES, type StrategyName } from './scenario.js';
-export { readTrace, simulate, simulateTrace } from './sim/simulate.js';
+export {
+  recommend,
+  type SimResult,
+  type SimulateOptions,
+  samplesNeeded,
+  simulate,
+  simulateTrace,
+} from './sim/simulate.js';
+export {
+  readTrace,
+  type Trace,
+  TraceError,
+  type TraceErrorCode,
+  type TraceOptions,
+  type TraceRoute,
+} from './sim/trace.js';
 export {
   cockatielRetry,
   fixedDelay,

@@ -6,9 +6,9 @@ const COLORS = ['#d62728', '#ff7f0e', '#9467bd', '#2ca02c', '#1f77b4', '#8c564b'
 const esc = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 /** The opening of a white SVG canvas. */
-function svgOpen(w: number, h: number): string[] {
+function svgOpen(w: number, h: number, id: string): string[] {
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" id="${id}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="sans-serif" font-size="12">`,
     `<rect width="${w}" height="${h}" fill="white"/>`,
   ];
 }
@@ -27,7 +27,8 @@ export function percentilePlot(rows: Row[], title: string): string {
   const w = 900;
   const h = 480;
   const L = 70;
-  const R = 20;
+  // Room for half of the last x label ("99.99%", centred on the axis' end).
+  const R = 40;
   const T = 40;
   const B = 60;
   const qs: number[] = [];
@@ -39,7 +40,7 @@ export function percentilePlot(rows: Row[], title: string): string {
   const yOf = (ms: number) =>
     T + (1 - (Math.log10(Math.max(ms, 10 ** yMin)) - yMin) / (yMax - yMin)) * (h - T - B);
   const out = [
-    ...svgOpen(w, h),
+    ...svgOpen(w, h, 'percentile-plot'),
     `<title>${esc(title)}</title>`,
     `<text x="${L}" y="24" font-size="15">${esc(title)}</text>`,
   ];
@@ -65,12 +66,15 @@ export function percentilePlot(rows: Row[], title: string): string {
       xOf(q),
       yOf(r.histogram.getValueAtPercentile(q * 100) / 1000),
     ]);
-    out.push(`<path d="${line(measured)}" fill="none" stroke="${color}" stroke-width="2"/>`);
+    const series = `data-strategy="${esc(r.strategy).replace(/"/g, '&quot;')}"`;
+    out.push(
+      `<path data-series="measured" ${series} d="${line(measured)}" fill="none" stroke="${color}" stroke-width="2"/>`,
+    );
     const s = r.theorySurvival;
     if (s) {
       const theory = qs.map((q): [number, number] => [xOf(q), yOf(quantile(s, q))]);
       out.push(
-        `<path d="${line(theory)}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
+        `<path data-series="theory" ${series} d="${line(theory)}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
       );
     }
     out.push(`<rect x="${L + 10}" y="${T + 10 + i * 18}" width="14" height="4" fill="${color}"/>`);
@@ -119,7 +123,7 @@ export function timelinePlot(
   const shareTop = Math.max(0.1, ...points.map((p) => (p.calls > 0 ? p.hedges / p.calls : 0)));
   const y2Of = (share: number) => T + (1 - share / shareTop) * (h - T - B);
   const out = [
-    ...svgOpen(w, h),
+    ...svgOpen(w, h, 'timeline-plot'),
     `<text x="${L}" y="24" font-size="15">Hedge delay over time against the fleet's true p${percentile}, and the share of calls hedged</text>`,
     `<line x1="${L}" x2="${w - R}" y1="${h - B}" y2="${h - B}" stroke="#999"/>`,
   ];

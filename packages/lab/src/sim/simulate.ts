@@ -1,11 +1,11 @@
-import { readFileSync } from 'node:fs';
 import * as hdr from 'hdr-histogram-js';
 import { Hedger, VirtualClock, validateClientOptions } from 'tailcut/engine';
 import { rng } from '../random.js';
+import { readTrace, type TraceOptions } from './trace.js';
 
 /** Options of {@link simulateTrace}. */
-export interface SimulateOptions {
-  /** CSV file: one attempt latency in ms per line (the first numeric column is read). */
+export interface SimulateOptions extends TraceOptions {
+  /** The trace: CSV with a header, JSON lines or HAR (see {@link readTrace}). */
   trace: string;
   /** Hedge percentiles to try. */
   percentiles: number[];
@@ -15,20 +15,6 @@ export interface SimulateOptions {
   rate: number;
   /** Calls simulated per configuration. Default: 20,000. */
   calls?: number;
-}
-
-/** Reads per-attempt latencies (ms) from a CSV, skipping headers and empty lines. */
-export function readTrace(file: string): number[] {
-  const out: number[] = [];
-  for (const line of readFileSync(file, 'utf8').split(/\r?\n/)) {
-    const cell = line
-      .split(',')
-      .map((c) => Number(c.trim()))
-      .find((v) => Number.isFinite(v) && v > 0);
-    if (cell !== undefined) out.push(cell);
-  }
-  if (out.length === 0) throw new Error(`${file}: no latencies found (one number in ms per line)`);
-  return out;
 }
 
 /** One configuration's result. */
@@ -110,26 +96,96 @@ export function simulate(
   };
 }
 
-/** Runs the grid of percentiles × budgets over a trace and renders a table. */
-export function simulateTrace(o: SimulateOptions): string {
-  const latencies = readTrace(o.trace);
-  const calls = o.calls ?? 20_000;
+/**
+ * The fewest recorded latencies a quantile q can rest on: about 10 beyond it, so 10 ÷ (1 − q)
+ * (1,000 for p99, 10,000 for p99.9). With fewer, the simulator only resamples the trace's few
+ * slowest values and its tail figures look precise without being so.
+ */
+export function samplesNeeded(q: number): number {
+  return Math.ceil(10 / (1 - q) - 1e-6);
+}
+
+/** The quantile q of sorted values (nearest rank). */
+function rank(sorted: number[], q: number): number {
+  return sorted[
+    Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))
+  ] as number;
+}
+
+const TOLERANCE = 0.02;
+
+/**
+ * The row to recommend: the lowest tail (p99.9 when the trace has the samples for it, else
+ * p99); of the rows within 2% of it, the one with the least extra load.
+ */
+export function recommend(results: SimResult[], tail: 'p99' | 'p999'): SimResult | undefined {
+  const best = Math.min(...results.map((r) => r[tail]));
+  return results
+    .filter((r) => r[tail] <= best * (1 + TOLERANCE))
+    .sort((a, b) => a.extraLoad - b.extraLoad)[0];
+}
+
+const fixed = (v: number) => v.toFixed(1);
+const share = (v: number) => `${(v * 100).toFixed(1)}%`;
+
+/** One route's table, its sample-size warnings and its recommended row. */
+function routeTable(latencies: number[], o: SimulateOptions, calls: number): string[] {
   const sorted = [...latencies].sort((a, b) => a - b);
-  const q = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] as number;
+  const n = sorted.length;
   const lines = [
-    `trace: ${latencies.length} attempt latencies; unhedged p99 ${q(0.99).toFixed(1)} ms, p99.9 ${q(0.999).toFixed(1)} ms`,
-    `${calls} calls per configuration at ${o.rate}/s, one hedge at most, budget floor 0`,
+    `${n} attempt latencies; unhedged p99 ${fixed(rank(sorted, 0.99))} ms, p99.9 ${fixed(rank(sorted, 0.999))} ms`,
+  ];
+  const shown = [...new Set([...o.percentiles.map((p) => p / 100), 0.99, 0.999])].sort(
+    (a, b) => a - b,
+  );
+  for (const q of shown) {
+    const need = samplesNeeded(q);
+    if (n < need)
+      lines.push(
+        `warning: p${+(q * 100).toFixed(4)} rests on ${n} latencies; it needs at least ${need.toLocaleString('en-US')} (10 ÷ (1 − ${+q.toFixed(6)})) to be more than a resample of the slowest few`,
+      );
+  }
+  lines.push(
     '',
     `${'percentile'.padEnd(11)}${'budget'.padStart(8)}${'p99 ms'.padStart(10)}${'p99.9 ms'.padStart(10)}${'extra load'.padStart(12)}`,
+  );
+  const results: SimResult[] = [];
+  for (const p of o.percentiles)
+    for (const b of o.budgets) results.push(simulate(latencies, p, b, o.rate, calls));
+  const tail = n >= samplesNeeded(0.999) ? 'p999' : 'p99';
+  const best = recommend(results, tail);
+  for (const r of results)
+    lines.push(
+      `${`p${r.percentile}`.padEnd(11)}${share(r.budget).padStart(8)}${fixed(r.p99).padStart(10)}${fixed(r.p999).padStart(10)}${share(r.extraLoad).padStart(12)}${r === best ? '  <- recommended' : ''}`,
+    );
+  if (best)
+    lines.push(
+      '',
+      `recommended: hedge at p${best.percentile} with a ${share(best.budget)} budget: p99 ${fixed(best.p99)} ms, p99.9 ${fixed(best.p999)} ms, ${share(best.extraLoad)} extra load`,
+      `(the lowest ${tail === 'p999' ? 'p99.9' : 'p99'}; of the rows within ${TOLERANCE * 100}% of it, the one with the least extra load)`,
+    );
+  return lines;
+}
+
+/**
+ * Runs the grid of percentiles × budgets over a trace, one table per route, and renders the
+ * tables with their warnings and recommended rows. Throws a TraceError on an unreadable trace.
+ */
+export function simulateTrace(o: SimulateOptions): string {
+  const trace = readTrace(o.trace, o);
+  const calls = o.calls ?? 20_000;
+  const lines = [
+    `trace: ${o.trace} (${trace.format}, latency ${trace.format === 'har' ? 'per entry' : `column ${JSON.stringify(trace.column)}`})`,
+    `${calls} calls per configuration at ${o.rate}/s, one hedge at most, budget floor 0`,
   ];
-  for (const p of o.percentiles) {
-    for (const b of o.budgets) {
-      const r = simulate(latencies, p, b, o.rate, calls);
-      lines.push(
-        `${`p${p}`.padEnd(11)}${`${(b * 100).toFixed(0)}%`.padStart(8)}${r.p99.toFixed(1).padStart(10)}${r.p999.toFixed(1).padStart(10)}${`${(r.extraLoad * 100).toFixed(1)}%`.padStart(12)}`,
-      );
-    }
+  for (const { route, latencies } of trace.routes) {
+    lines.push('', route === undefined ? 'all calls:' : `route ${route}:`);
+    lines.push(...routeTable(latencies, o, calls));
   }
+  lines.push(
+    '',
+    'The budget is a cap, not a spend: a backup goes out only when a call runs past the hedge',
+    'percentile (about 5% of calls at p95), and the budget only stops hedges beyond its ratio.',
+  );
   return lines.join('\n');
 }
