@@ -12,11 +12,15 @@ const tolerance = (instances: number, callsPerSecond: number) =>
 
 describe.runIf(REDIS_TESTS)('fleet budget across processes', () => {
   it('holds N processes to one bound where per-instance budgets do not, through a Redis kill and restart', async () => {
-    const instances = 4;
+    // Six instances (the lab's default): per-instance budgets then allow six floors against the
+    // fleet's one, a margin that holds on a busy machine, where instances hedge less of their
+    // budget (with four, 58 and 70 hedges against a bound of 72 were seen under heavy load).
+    const instances = 6;
+    const rate = 20;
     const report = await runFleetBudget({
       ...o,
       instances,
-      rate: 20,
+      rate,
       seconds: 8,
       killAt: 2,
       restartAt: 3.5,
@@ -32,10 +36,12 @@ describe.runIf(REDIS_TESTS)('fleet budget across processes', () => {
     // restart, within the bound again.
     expect(fleet.hedges).toBeLessThanOrEqual(fleet.runBound);
     expect(fleet.worstExcess).toBeLessThanOrEqual(
-      (o.minPerSecond * o.ttlMs) / 1000 + tolerance(instances, 80),
+      (o.minPerSecond * o.ttlMs) / 1000 + tolerance(instances, instances * rate),
     );
     expect(fleet.worstExcessAfterRecovery).toBeDefined();
-    expect(fleet.worstExcessAfterRecovery).toBeLessThanOrEqual(tolerance(instances, 80));
+    expect(fleet.worstExcessAfterRecovery).toBeLessThanOrEqual(
+      tolerance(instances, instances * rate),
+    );
     // No call failed, and every instance went local and came back.
     expect(local.errors + fleet.errors).toBe(0);
     for (const modes of fleet.modes) {
