@@ -226,7 +226,8 @@ class Race<T> implements RaceHandle {
     const wait = this.delayMs() * 2 ** ++this.refusals;
     if (wait <= route.settings.delay.maxDelayMs) this.timer = clock.setTimeout(this.onTimer, wait);
   };
-  private readonly onAbort = () => this.abort(this.spec.signal?.reason);
+  /** Made only for a call with a caller's signal. */
+  private onAbort: (() => void) | undefined;
 
   constructor(spec: RaceSpec<T>, done: (outcome: RaceOutcome<T>) => void) {
     this.spec = spec;
@@ -242,7 +243,10 @@ class Race<T> implements RaceHandle {
     }
     route.counters.calls++;
     budget.deposit(this.spec.cost);
-    signal?.addEventListener('abort', this.onAbort, { once: true });
+    if (signal !== undefined) {
+      this.onAbort = () => this.abort(signal.reason);
+      signal.addEventListener('abort', this.onAbort, { once: true });
+    }
     this.launch('primary', route.picker.primary(this.spec.primaryAmong));
   }
 
@@ -406,7 +410,7 @@ class Race<T> implements RaceHandle {
     this.settled = true;
     const spec = this.spec;
     this.clearTimer();
-    spec.signal?.removeEventListener('abort', this.onAbort);
+    if (this.onAbort !== undefined) spec.signal?.removeEventListener('abort', this.onAbort);
     for (let attempt = this.first; attempt !== undefined; attempt = attempt.next) {
       if (!attempt.live) continue;
       this.learn(attempt, false);

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Hedger } from '../engine/hedger.js';
+import type { RouteState } from '../engine/route-state.js';
 import type { BufferLimits } from './body.js';
 import { CallController } from './call-controller.js';
 import { HttpCall, IdempotencyKeys } from './http-call.js';
@@ -38,14 +39,9 @@ export function createInterceptor(
       if (route === undefined) return dispatch(opts, handler);
       const controller = new CallController();
       handler.onRequestStart?.(controller, {});
-      const start = (plan: CallPlan) => {
-        controller.onEarlyAbort = undefined;
-        if (controller.aborted) {
-          // The caller aborted while the body was buffered, and was told then.
-          plan.body.release();
-          return;
-        }
-        new HttpCall(
+      try {
+        const plan = planCall(route, method, opts.path, opts.body, limits, controller);
+        const call = new CallStart(
           hedger,
           route,
           parsed.origin,
@@ -53,27 +49,68 @@ export function createInterceptor(
           opts,
           handler,
           controller,
-          plan,
           keys,
-        ).start();
-      };
-      try {
-        const plan = planCall(route, method, opts.path, opts.body, limits, controller);
-        if (plan instanceof Promise) {
-          controller.onEarlyAbort = () =>
-            handler.onResponseError?.(controller, controller.reason as Error);
-          plan.then(start, (err: unknown) => {
-            if (controller.aborted) return;
-            controller.onEarlyAbort = undefined;
-            handler.onResponseError?.(controller, err as Error);
-          });
-        } else {
-          start(plan);
-        }
+        );
+        if (plan instanceof Promise) call.whenBuffered(plan);
+        else call.run(plan);
       } catch (err) {
         handler.onResponseError?.(controller, err as Error);
       }
       return true;
     };
   };
+}
+
+/**
+ * What a routed call needs to start once its plan is ready: at once for in-memory bodies, after
+ * buffering for streams. (A class, not closures in the dispatch function: no context object is
+ * made for the calls that need none.)
+ */
+class CallStart {
+  constructor(
+    private readonly hedger: Hedger,
+    private readonly route: RouteState,
+    private readonly origin: string,
+    private readonly dispatch: Dispatcher.Dispatch,
+    private readonly opts: Dispatcher.DispatchOptions,
+    private readonly handler: Dispatcher.DispatchHandler,
+    private readonly controller: CallController,
+    private readonly keys: IdempotencyKeys,
+  ) {}
+
+  run(plan: CallPlan): void {
+    const controller = this.controller;
+    controller.onEarlyAbort = undefined;
+    if (controller.aborted) {
+      // The caller aborted while the body was buffered, and was told then.
+      plan.body.release();
+      return;
+    }
+    new HttpCall(
+      this.hedger,
+      this.route,
+      this.origin,
+      this.dispatch,
+      this.opts,
+      this.handler,
+      controller,
+      plan,
+      this.keys,
+    ).start();
+  }
+
+  /** Starts the call when its body is buffered; the caller hears of an abort at once. */
+  whenBuffered(plan: Promise<CallPlan>): void {
+    const { handler, controller } = this;
+    controller.onEarlyAbort = () =>
+      handler.onResponseError?.(controller, controller.reason as Error);
+    plan.then(
+      (p) => this.run(p),
+      (err: unknown) => {
+        if (controller.aborted) return;
+        controller.onEarlyAbort = undefined;
+        handler.onResponseError?.(controller, err as Error);
+      },
+    );
+  }
 }
