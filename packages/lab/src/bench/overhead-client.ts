@@ -1,15 +1,24 @@
 /**
  * One variant of the overhead benchmark, alone in its process (so that no other variant's code
- * shares its JIT state). Driven over IPC by overhead.ts: `{ run: n }` runs n calls closed loop
+ * shares its JIT state). Driven over IPC by overhead.ts: `{ run: n }` runs n calls open loop
  * and answers CPU µs per call and throughput; `{ heap: n }` parks n calls on the server and
- * answers the heap bytes each holds.
+ * answers the heap bytes each holds; `{ profile: n }` runs n calls under the CPU profiler and
+ * answers the self time per call by component.
+ *
+ * argv: variant, origin, and optionally the path of another build of tailcut (its
+ * `dist/index.js`) for the `-before` variants.
  */
+import { Session } from 'node:inspector/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createHedgedFetch, hedge, type RouteOptions } from 'tailcut';
+import type { RouteOptions } from 'tailcut';
+import * as tailcut from 'tailcut';
 import * as undici from 'undici';
 
-const [variant = '', origin = ''] = process.argv.slice(2);
+const [variant = '', origin = '', before] = process.argv.slice(2);
+const { createHedgedFetch, hedge } = (
+  variant.endsWith('-before') && before !== undefined ? await import(before) : tailcut
+) as typeof tailcut;
 
 /** Hedging configured on every path, but the delay is never reached. */
 const neverFiring: RouteOptions = {
@@ -49,7 +58,25 @@ class PassThrough implements Handler {
   }
 }
 
-function makeCall(): (path: string) => Promise<void> {
+/**
+ * Registers the OpenTelemetry SDK's meter and tracer providers globally, as an application that
+ * exports metrics and traces does (nothing is exported here: the readers are never collected,
+ * the spans go nowhere), so the `-otel` variants measure tailcut's recording itself.
+ */
+async function installOtelSdk(): Promise<void> {
+  const api = await import('@opentelemetry/api');
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+  const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
+  class NeverCollected extends MetricReader {
+    protected async onShutdown() {}
+    protected async onForceFlush() {}
+  }
+  api.metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new NeverCollected()] }));
+  api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+}
+
+async function makeCall(): Promise<(path: string) => Promise<void>> {
+  if (variant.endsWith('-otel')) await installOtelSdk();
   const request = (dispatcher: undici.Dispatcher) => async (path: string) => {
     const res = await undici.request(origin + path, { dispatcher });
     await res.body.text();
@@ -62,6 +89,8 @@ function makeCall(): (path: string) => Promise<void> {
         new undici.Agent().compose((dispatch) => (opts, h) => dispatch(opts, new PassThrough(h))),
       );
     case 'request-hedge':
+    case 'request-hedge-before':
+    case 'request-hedge-otel':
       return request(new undici.Agent().compose(hedge({ routes: [neverFiring] })));
     case 'fetch-bare': {
       const dispatcher = new undici.Agent();
@@ -69,7 +98,9 @@ function makeCall(): (path: string) => Promise<void> {
         await (await undici.fetch(origin + path, { dispatcher })).text();
       };
     }
-    case 'fetch-hedge': {
+    case 'fetch-hedge':
+    case 'fetch-hedge-before':
+    case 'fetch-hedge-otel': {
       const hedgedFetch = createHedgedFetch({ routes: [neverFiring] });
       return async (path) => {
         await (await hedgedFetch(origin + path)).text();
@@ -80,7 +111,7 @@ function makeCall(): (path: string) => Promise<void> {
   }
 }
 
-const call = makeCall();
+const call = await makeCall();
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
@@ -126,8 +157,53 @@ async function heap(n: number) {
   return { heapBytesPerInFlightCall: (during - before) / n };
 }
 
-process.on('message', async (m: { run?: number; rate?: number; heap?: number }) => {
-  if (m.run !== undefined) process.send?.({ result: await run(m.run, m.rate ?? 1000) });
-  if (m.heap !== undefined) process.send?.({ result: await heap(m.heap) });
-});
+/** Where a profiled function's self time goes, by its script. */
+function componentOf(url: string, functionName: string): string {
+  if (functionName === '(garbage collector)') return 'GC';
+  if (functionName === '(idle)') return '';
+  if (/[/\\]tailcut[/\\](packages[/\\]tailcut[/\\])?dist[/\\]transport[/\\]/.test(url))
+    return 'tailcut: transport (interceptor, attempt handlers, fetch adapter)';
+  if (/[/\\]dist[/\\]telemetry[/\\]/.test(url) && url.includes('tailcut'))
+    return 'tailcut: telemetry';
+  if (url.includes('tailcut') && url.includes('dist'))
+    return 'tailcut: engine (race, call, estimator, budget, picker, routes)';
+  if (url.includes('/undici/')) return 'undici';
+  if (url.includes('@opentelemetry')) return 'OpenTelemetry SDK';
+  if (url.startsWith('node:') || url === '')
+    return 'Node.js and V8 (streams, sockets, timers, promises)';
+  return 'other';
+}
+
+/** Runs `n` calls under the CPU profiler; self time per call (µs) by component. */
+async function profile(n: number, rate: number): Promise<Record<string, number>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 100 });
+  await session.post('Profiler.start');
+  await run(n, rate);
+  const { profile: p } = await session.post('Profiler.stop');
+  session.disconnect();
+  const byId = new Map(p.nodes.map((node) => [node.id, node]));
+  const deltas = p.timeDeltas ?? [];
+  const out: Record<string, number> = {};
+  (p.samples ?? []).forEach((id, i) => {
+    const frame = byId.get(id)?.callFrame;
+    if (frame === undefined) return;
+    const component = componentOf(frame.url, frame.functionName);
+    if (component === '') return;
+    out[component] = (out[component] ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0) / n;
+  });
+  return out;
+}
+
+process.on(
+  'message',
+  async (m: { run?: number; rate?: number; heap?: number; profile?: number }) => {
+    if (m.run !== undefined) process.send?.({ result: await run(m.run, m.rate ?? 1000) });
+    if (m.profile !== undefined)
+      process.send?.({ result: await profile(m.profile, m.rate ?? 1000) });
+    if (m.heap !== undefined) process.send?.({ result: await heap(m.heap) });
+  },
+);
 process.send?.({ ready: true });

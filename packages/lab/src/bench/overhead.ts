@@ -1,7 +1,7 @@
 import { type Child, startChild } from './child.js';
 
 /** The variants compared, each with the bare variant it is measured against. */
-const VARIANTS = [
+const ALL_VARIANTS = [
   { id: 'request-bare', name: 'undici.request, bare Agent', rate: 4000 },
   {
     id: 'request-passthrough',
@@ -15,9 +15,41 @@ const VARIANTS = [
     baseline: 'request-bare',
     rate: 4000,
   },
+  {
+    id: 'request-hedge-otel',
+    name: 'undici.request, Agent + hedge(), OTel SDK installed',
+    baseline: 'request-bare',
+    rate: 4000,
+  },
+  {
+    id: 'request-hedge-before',
+    name: 'undici.request, Agent + hedge(), the baseline build',
+    baseline: 'request-bare',
+    rate: 4000,
+  },
   { id: 'fetch-bare', name: 'undici.fetch, bare Agent', rate: 2000 },
   { id: 'fetch-hedge', name: 'createHedgedFetch', baseline: 'fetch-bare', rate: 2000 },
+  {
+    id: 'fetch-hedge-otel',
+    name: 'createHedgedFetch, OTel SDK installed',
+    baseline: 'fetch-bare',
+    rate: 2000,
+  },
+  {
+    id: 'fetch-hedge-before',
+    name: 'createHedgedFetch, the baseline build',
+    baseline: 'fetch-bare',
+    rate: 2000,
+  },
 ] as const;
+
+/** Self time per call by component (µs), of a variant and of its bare counterpart. */
+export interface OverheadBreakdown {
+  variant: string;
+  baseline: string;
+  /** Component → [bare µs/call, variant µs/call]. */
+  components: Record<string, [number, number]>;
+}
 
 /** Figures of one variant: medians over the rounds. */
 export interface OverheadRow {
@@ -47,6 +79,13 @@ export interface OverheadOptions {
   rounds?: number;
   /** Calls parked on the server for the heap measurement. Default 500. */
   inFlight?: number;
+  /**
+   * Another build of tailcut to compare with (the path of its `dist/index.js`, e.g. one built
+   * from an earlier commit): adds the `-before` variants, measured in the same rounds.
+   */
+  before?: string | undefined;
+  /** Calls profiled per variant for the breakdown by component. Default 20,000; 0: none. */
+  profileCalls?: number;
   log?: (line: string) => void;
 }
 
@@ -65,14 +104,25 @@ function median(values: number[]): number {
  * The server (answering at once) and each variant run in their own processes, so no variant
  * shares JIT state with another; each round runs a baseline, then the variants compared with it.
  */
-export async function measureOverhead(options: OverheadOptions = {}): Promise<OverheadRow[]> {
-  const { calls = 4_000, rounds = 20, inFlight = 500, log = () => {} } = options;
+export async function measureOverhead(
+  options: OverheadOptions = {},
+): Promise<{ rows: OverheadRow[]; breakdown: OverheadBreakdown[] }> {
+  const {
+    calls = 4_000,
+    rounds = 20,
+    inFlight = 500,
+    log = () => {},
+    before,
+    profileCalls = 20_000,
+  } = options;
+  const VARIANTS = ALL_VARIANTS.filter((v) => before !== undefined || !v.id.endsWith('-before'));
   const server = await startChild('./echo-server.js');
   const origin = `http://127.0.0.1:${server.hello.port}`;
   const clients = new Map<string, Child>();
   try {
     for (const v of VARIANTS) {
-      clients.set(v.id, await startChild('./overhead-client.js', [v.id, origin]));
+      const args = before === undefined ? [v.id, origin] : [v.id, origin, before];
+      clients.set(v.id, await startChild('./overhead-client.js', args));
     }
     const rateOf = (id: string) => (VARIANTS.find((v) => v.id === id) as { rate: number }).rate;
     const run = async (id: string, n: number) =>
@@ -130,7 +180,29 @@ export async function measureOverhead(options: OverheadOptions = {}): Promise<Ov
       row.cpuOverhead = median(r) - 1;
       row.cpuOverheadIqr = [at(0.25), at(0.75)];
     }
-    return rows;
+    const breakdown: OverheadBreakdown[] = [];
+    for (const [variant, baseline] of [
+      ['request-hedge', 'request-bare'],
+      ['fetch-hedge', 'fetch-bare'],
+    ] as const) {
+      if (profileCalls <= 0) break;
+      log(`overhead: profiling ${variant} and ${baseline}`);
+      const profileOf = async (id: string) =>
+        (
+          await (clients.get(id) as Child).ask(
+            { profile: profileCalls, rate: rateOf(id) },
+            (m) => 'result' in m,
+          )
+        ).result as Record<string, number>;
+      const bare = await profileOf(baseline);
+      const mine = await profileOf(variant);
+      const components: Record<string, [number, number]> = {};
+      for (const name of new Set([...Object.keys(bare), ...Object.keys(mine)])) {
+        components[name] = [bare[name] ?? 0, mine[name] ?? 0];
+      }
+      breakdown.push({ variant, baseline, components });
+    }
+    return { rows, breakdown };
   } finally {
     await Promise.all([...clients.values()].map((c) => c.stop()));
     await server.stop();
