@@ -13,9 +13,16 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { RouteOptions } from 'tailcut';
 import * as tailcut from 'tailcut';
-import * as undici from 'undici';
+import * as undici7 from 'undici';
 
 const [variant = '', origin = '', before] = process.argv.slice(2);
+/**
+ * The undici the variants use: the lab's own (7), or another one named by TAILCUT_BENCH_UNDICI
+ * (the path of its index.js: undici 8 under Node 22, say). createHedgedFetch's fetch is always
+ * tailcut's own undici 7; with another undici its attempts go through that undici's Agent.
+ */
+const other = process.env.TAILCUT_BENCH_UNDICI;
+const undici = (other === undefined ? undici7 : await import(other)) as typeof undici7;
 const { createHedgedFetch, hedge } = (
   variant.endsWith('-before') && before !== undefined ? await import(before) : tailcut
 ) as typeof tailcut;
@@ -27,8 +34,8 @@ const neverFiring: RouteOptions = {
   hedge: { initialDelayMs: 600_000, minDelayMs: 600_000, maxDelayMs: 600_000 },
 };
 
-type Handler = undici.Dispatcher.DispatchHandler;
-type Controller = undici.Dispatcher.DispatchController;
+type Handler = undici7.Dispatcher.DispatchHandler;
+type Controller = undici7.Dispatcher.DispatchController;
 
 /**
  * The least an interceptor on undici 7's handler API can do: forward every callback. Its cost
@@ -77,7 +84,7 @@ async function installOtelSdk(): Promise<void> {
 
 async function makeCall(): Promise<(path: string) => Promise<void>> {
   if (variant.endsWith('-otel')) await installOtelSdk();
-  const request = (dispatcher: undici.Dispatcher) => async (path: string) => {
+  const request = (dispatcher: undici7.Dispatcher) => async (path: string) => {
     const res = await undici.request(origin + path, { dispatcher });
     await res.body.text();
   };
@@ -101,7 +108,10 @@ async function makeCall(): Promise<(path: string) => Promise<void>> {
     case 'fetch-hedge':
     case 'fetch-hedge-before':
     case 'fetch-hedge-otel': {
-      const hedgedFetch = createHedgedFetch({ routes: [neverFiring] });
+      const hedgedFetch = createHedgedFetch({
+        routes: [neverFiring],
+        ...(other === undefined ? {} : { dispatcher: new undici.Agent() }),
+      });
       return async (path) => {
         await (await hedgedFetch(origin + path)).text();
       };
