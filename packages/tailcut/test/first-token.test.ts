@@ -276,6 +276,31 @@ describe.each(adapters)('$name: commitOn first-token', (current) => {
     expect(await res.text()).toBe(pings);
   });
 
+  it('many early events, then the first token: the caller gets the whole stream and its end', async () => {
+    // 20 separate writes of 1 KB comments before the first token: the caller's body stream
+    // pauses while the held events are handed over, and the winner must resume once it catches up.
+    const early = Array.from({ length: 20 }, () => `: ${'p'.repeat(1000)}\n\n`);
+    const tail = `${openaiToken('hi')}data: [DONE]\n\n`;
+    const s = await streamer((_n, res) => {
+      for (const e of early) res.write(e);
+      setTimeout(() => res.end(tail), 50);
+    });
+    const f = client({ routes: [route([s.origin])], clock: new VirtualClock() });
+    const res = await f(`${s.origin}/v1/chat`, post);
+    expect(await res.text()).toBe(early.join('') + tail);
+  });
+
+  it('a HEAD answer has no output to wait for: it is sent once and commits on its headers', async () => {
+    const s = await streamer((_n, res) => res.end());
+    const f = client({
+      routes: [{ ...route([s.origin]), hedge: { maxAttempts: 3 } }],
+      clock: new VirtualClock(),
+    });
+    const res = await f(`${s.origin}/v1/chat`, { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(s.count()).toBe(1);
+  });
+
   it('chunkTimeoutMs counts output events: a stream that only pings after its first token times out', async () => {
     const s = await streamer((_n, res) => res.write(OPENAI_EARLY + openaiToken('Hi')));
     const clock = new VirtualClock();

@@ -55,7 +55,7 @@ export const INSTRUMENTS = {
     unit: 's',
     buckets: DURATION_BUCKETS,
     description:
-      "Time from a call's start to the first body chunk its caller got (time to first token).",
+      "Time from a call's start to the first body chunk its caller got (time to first byte).",
   },
   chunkGap: {
     name: 'tailcut.stream.chunk_gap',

@@ -76,6 +76,8 @@ export class AttemptHandler implements Handler {
     private report: AttemptReport<AttemptHandler> | undefined,
     private readonly route: RouteState,
     private readonly kind: AttemptContext['kind'],
+    /** True for a HEAD request: its answer has no body, so no output to wait for. */
+    private readonly headOnly: boolean,
   ) {}
 
   /** True when `location` resolves to another replica of the route than this attempt's. */
@@ -126,7 +128,9 @@ export class AttemptHandler implements Handler {
       this.commit();
       return;
     }
-    if (commitOn === 'first-token' && classify !== undefined) {
+    // An answer with no body (HEAD, 204, 304) has no output to wait for: it commits whole.
+    const bodyless = this.headOnly || statusCode === 204 || statusCode === 304;
+    if (commitOn === 'first-token' && classify !== undefined && !bodyless) {
       const type = headers['content-type'];
       this.watch = TokenWatch.for(Array.isArray(type) ? type[0] : type, classify);
     }

@@ -83,7 +83,9 @@ export class CallController implements Controller {
   resume(): void {
     if (!this.pausedByCaller) return;
     this.pausedByCaller = false;
-    if (this.onResume) this.onResume();
-    else this.winner?.resume();
+    // First what the winner held before it was attached; then, unless the caller paused again
+    // on those, the winner itself (the caller's pause paused it too).
+    this.onResume?.();
+    if (!this.pausedByCaller) this.winner?.resume();
   }
 }

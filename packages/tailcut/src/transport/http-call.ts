@@ -83,7 +83,7 @@ export class HttpCall implements CallSpec<AttemptHandler>, Delivery {
   }
 
   run(ctx: AttemptContext, report: AttemptReport<AttemptHandler>, trace: unknown): void {
-    const attempt = new AttemptHandler(report, this.route, ctx.kind);
+    const attempt = new AttemptHandler(report, this.route, ctx.kind, this.method === 'HEAD');
     ctx.onCancel(attempt);
     const opts = this.opts;
     const target = ctx.origin ?? this.origin;
