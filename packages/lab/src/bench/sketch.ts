@@ -82,7 +82,7 @@ function nsPerOp(n: number, f: (i: number) => void): number {
  * 2 significant digits over 1 µs..1 h (hdr-histogram-js, what the tail window used before).
  */
 export function measureSketch(gc: Gc): SketchFigures {
-  const routes = 200;
+  const routes = 1000;
   const perRoute = bytesPer(gc, routes, 0, 5000);
   const bytesPerTail = perRoute - bytesPer(gc, routes, 0, 5000, false);
   const perRouteWithKeys = bytesPer(gc, routes / 4, 20, 5000);
