@@ -9,13 +9,13 @@ export function scaleSection(file: string): string {
   const from = text.indexOf(OPEN);
   const to = text.indexOf(CLOSE);
   if (from < 0 || to < from) {
-    return `${OPEN}\n## Scale\n\nFilled by \`tailcut-lab streams\` and \`tailcut-lab soak\`.\n${CLOSE}`;
+    return `${OPEN}\n## Scale\n\nFilled by \`tailcut-lab sketch\`, \`streams\` and \`soak\`: each writes its own part, and\n\`tailcut-lab bench\` keeps them when it rewrites the file.\n${CLOSE}`;
   }
   return text.slice(from, to + CLOSE.length);
 }
 
 /**
- * Writes `markdown` as the part `name` (streams, soak) of the scale section of `file`,
+ * Writes `markdown` as the part `name` (sketch, streams, soak) of the scale section of `file`,
  * replacing the previous one and leaving the rest of the file as it was.
  */
 export function writeScalePart(file: string, name: string, markdown: string): void {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { exposedGc } from './probe.js';
 import { writeScalePart } from './scale-section.js';
-import { measureSketch } from './sketch.js';
+import { measureSketch, sketchMarkdown } from './sketch.js';
 import { runSoak, soakMarkdown } from './soak.js';
 import { runStreams, streamsMarkdown } from './streams.js';
 
@@ -20,8 +20,7 @@ export interface ScaleFlags {
 
 /**
  * Runs a scale command. They measure heap after full GCs, so the command re-runs itself under
- * `node --expose-gc` when it was not. streams and soak write their part of BENCHMARKS.md's scale
- * section.
+ * `node --expose-gc` when it was not. Each writes its part of BENCHMARKS.md's scale section.
  */
 export async function runScaleCommand(command: string, flags: ScaleFlags): Promise<void> {
   const gc = exposedGc();
@@ -36,7 +35,9 @@ export async function runScaleCommand(command: string, flags: ScaleFlags): Promi
   const line = `tailcut-lab ${process.argv.slice(2).join(' ')}`;
   const file = resolve(flags.out);
   if (command === 'sketch') {
-    console.log(JSON.stringify(measureSketch(gc), null, 2));
+    const md = sketchMarkdown(measureSketch(gc), line);
+    console.log(md);
+    writeScalePart(file, 'sketch', md);
   } else if (command === 'streams') {
     const r = await runStreams({
       calls: flags.calls ?? 10_000,
