@@ -42,6 +42,7 @@ commands:
   streams    streaming calls in flight on one client (SSE, a token every 200 ms): heap, handles and
              timers per call, event-loop delay p99, CPU per token at a tenth, half and all of them;
              writes its part of the scale section of --out  [--calls N (10000)]  [--seconds S (120)]
+             [--bare: a bare undici Agent, the baseline]
   soak       hedged calls with stalling replicas and clients started and closed: heap, handles and
              fds over time with their slopes, every call accounted for; writes its part of the
              scale section of --out  [--rate N (1000)]  [--seconds S (1200)]  [--clients N (1000)]
@@ -75,6 +76,7 @@ const { values, positionals } = parseArgs({
     'restart-at': { type: 'string' },
     calls: { type: 'string' },
     clients: { type: 'string' },
+    bare: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -242,6 +244,7 @@ if (values.help || command === undefined || command === 'help') {
     seconds: flag('seconds'),
     rate: flag('rate'),
     clients: flag('clients'),
+    bare: values.bare ?? false,
     out: values.out ?? 'BENCHMARKS.md',
   });
 } else {

@@ -15,6 +15,7 @@ export interface ScaleFlags {
   seconds: number | undefined;
   rate: number | undefined;
   clients: number | undefined;
+  bare: boolean;
   out: string;
 }
 
@@ -42,11 +43,12 @@ export async function runScaleCommand(command: string, flags: ScaleFlags): Promi
     const r = await runStreams({
       calls: flags.calls ?? 10_000,
       seconds: flags.seconds ?? 120,
+      bare: flags.bare,
       log,
     });
     const md = streamsMarkdown(r, line);
     console.log(md);
-    writeScalePart(file, 'streams', md);
+    writeScalePart(file, flags.bare ? 'streams-bare' : 'streams', md);
   } else if (command === 'soak') {
     const r = await runSoak({
       rate: flags.rate ?? 1000,

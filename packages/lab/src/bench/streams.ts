@@ -10,6 +10,8 @@ export interface StreamsOptions {
   calls?: number;
   /** Length of each stream, s (a token every 200 ms). Default 120. */
   seconds?: number;
+  /** A bare undici Agent instead of the hedged one (the baseline). */
+  bare?: boolean;
   log?: (line: string) => void;
 }
 
@@ -29,6 +31,7 @@ export interface StreamsLevel {
 
 /** What a streams run measured. */
 export interface StreamsReport {
+  bare: boolean;
   calls: number;
   seconds: number;
   levels: StreamsLevel[];
@@ -84,7 +87,10 @@ export async function runStreams(o: StreamsOptions = {}): Promise<StreamsReport>
       },
     ],
   });
-  const agent = new undici.Agent({ connections: null }).compose(interceptor);
+  const bare = o.bare ?? false;
+  const agent = bare
+    ? new undici.Agent({ connections: null })
+    : new undici.Agent({ connections: null }).compose(interceptor);
   const origin = fleet.origins[0] as string;
   const state = { started: 0, completed: 0, failed: 0, tokens: 0 };
   const one = async (id: number) => {
@@ -152,6 +158,7 @@ export async function runStreams(o: StreamsOptions = {}): Promise<StreamsReport>
   await agent.close();
   await fleet.stop();
   return {
+    bare,
     calls,
     seconds,
     levels,
@@ -165,12 +172,14 @@ export async function runStreams(o: StreamsOptions = {}): Promise<StreamsReport>
 /** A streams report as the Markdown of BENCHMARKS.md's scale section. */
 export function streamsMarkdown(r: StreamsReport, command: string): string {
   return [
-    `### ${r.calls.toLocaleString('en-US')} streaming calls in flight on one client`,
+    `### ${r.calls.toLocaleString('en-US')} streaming calls in flight on one ${r.bare ? 'bare undici Agent (baseline)' : 'hedged client'}`,
     '',
     `Command: \`${command}\` (${new Date().toISOString()}, Node ${process.version}). SSE streams`,
     `from 3 loopback node:http replicas in a child process, a token every ${TOKEN_GAP_MS} ms for ${r.seconds} s`,
-    'each, through one undici Agent + hedge() (first-token commit, p95, hedging armed until the first',
-    'token). Calls ramp up at 1,000/s; each level is measured over 5 s once all its calls stream.',
+    r.bare
+      ? 'each, through one bare undici Agent (no tailcut: the baseline of the hedged run).'
+      : 'each, through one undici Agent + hedge() (first-token commit, p95, hedging armed until the first token).',
+    'Calls ramp up at 1,000/s; each level is measured over 5 s once all its calls stream.',
     'Heap is used + array buffers after a full GC, over the client before any call; per call =',
     'that ÷ calls in flight; marginal = heap added ÷ calls added since the level before. The machine is shared with other work (CPU figures drift).',
     '',
