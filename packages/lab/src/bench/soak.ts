@@ -156,6 +156,11 @@ export function soakMarkdown(r: SoakReport, command: string): string {
   const mib = (b: number) => (b / 2 ** 20).toFixed(1);
   const first = r.samples[0];
   const last = r.samples[r.samples.length - 1];
+  const steady = r.samples.filter((s) => s.atMs >= 60_000);
+  const range = (y: (s: ProcessSample) => number, f: (v: number) => string = String) => {
+    const values = (steady.length > 0 ? steady : r.samples).map(y);
+    return `${f(Math.min(...values))} … ${f(Math.max(...values))}`;
+  };
   return [
     `### Soak: ${r.rate} calls/s for ${(r.seconds / 60).toFixed(1)} min, hedging on, replicas that stall`,
     '',
@@ -171,10 +176,10 @@ export function soakMarkdown(r: SoakReport, command: string): string {
     '|---|---|---|---|---|---|---|',
     `| ${r.started} | ${r.ok} | ${r.failed} | ${r.pending} | ${r.hedgesSent} | ${r.hedgesWon} | ${r.clientsOpened} / ${r.clientsClosed} |`,
     '',
-    '| | first sample | last sample | slope per minute |',
-    '|---|---|---|---|',
-    `| heap | ${mib(first?.heapBytes ?? 0)} MiB | ${mib(last?.heapBytes ?? 0)} MiB | ${(r.slope.heapBytes / 1024).toFixed(1)} KiB |`,
-    `| handles | ${first?.handles} | ${last?.handles} | ${r.slope.handles.toFixed(2)} |`,
-    `| file descriptors | ${first?.fds} | ${last?.fds} | ${r.slope.fds.toFixed(2)} |`,
+    '| | first sample | last sample | range after the first minute | slope per minute |',
+    '|---|---|---|---|---|',
+    `| heap | ${mib(first?.heapBytes ?? 0)} MiB | ${mib(last?.heapBytes ?? 0)} MiB | ${range((s) => s.heapBytes, mib)} MiB | ${(r.slope.heapBytes / 1024).toFixed(1)} KiB |`,
+    `| handles | ${first?.handles} | ${last?.handles} | ${range((s) => s.handles)} | ${r.slope.handles.toFixed(2)} |`,
+    `| file descriptors | ${first?.fds} | ${last?.fds} | ${range((s) => s.fds)} | ${r.slope.fds.toFixed(2)} |`,
   ].join('\n');
 }
