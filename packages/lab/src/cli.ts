@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
 import { INFERENCE_SECONDS, measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
+import { runScaleCommand, SCALE_COMMANDS } from './bench/scale.js';
 import { measureWarmConnections } from './bench/warm.js';
 import { D2_INTRO, D3_INTRO, d3Verdict } from './demo-text.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
@@ -52,6 +53,14 @@ commands:
              --instances N (6)  --rate N (20/s each)  --seconds S (12)  --kill-at S  --restart-at S
   fleet-cost    CPU per call added by the fleet budget and Redis operations per second per instance
              [--rate N (2000)]  [--seconds S (5)]  [--instances N (10)]
+  streams    streaming calls in flight on one client (SSE, a token every 200 ms): heap, handles and
+             timers per call, event-loop delay p99, CPU per token at a tenth, half and all of them;
+             writes its part of the scale section of --out  [--calls N (10000)]  [--seconds S (120)]
+             [--bare: a bare undici Agent, the baseline]
+  soak       hedged calls with stalling replicas and clients started and closed: heap, handles and
+             fds over time with their slopes, every call accounted for; writes its part of the
+             scale section of --out  [--rate N (1000)]  [--seconds S (1200)]  [--clients N (1000)]
+  sketch     bytes of delay and tail state per route and per key, and their cost per operation
 
 options:
   --report FILE   where demo/run write the HTML report (default: lab-report.html); if it
@@ -88,6 +97,9 @@ const { values, positionals } = parseArgs({
     instances: { type: 'string' },
     'kill-at': { type: 'string' },
     'restart-at': { type: 'string' },
+    calls: { type: 'string' },
+    clients: { type: 'string' },
+    bare: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -339,6 +351,17 @@ if (values.help || command === undefined || command === 'help') {
       2,
     ),
   );
+} else if (SCALE_COMMANDS.includes(command)) {
+  const flag = (name: 'calls' | 'seconds' | 'rate' | 'clients') =>
+    values[name] === undefined ? undefined : number(name, values[name], 0);
+  await runScaleCommand(command, {
+    calls: flag('calls'),
+    seconds: flag('seconds'),
+    rate: flag('rate'),
+    clients: flag('clients'),
+    bare: values.bare ?? false,
+    out: values.out ?? 'BENCHMARKS.md',
+  });
 } else {
   fail(`unknown command ${JSON.stringify(command)}`);
 }

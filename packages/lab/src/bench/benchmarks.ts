@@ -5,6 +5,7 @@ import { type Row, table } from '../report/summary.js';
 import { runScenario } from '../scenario.js';
 import { quantile, survival } from '../theory.js';
 import { measureOverhead } from './overhead.js';
+import { scaleSection } from './scale-section.js';
 
 /** Options of {@link writeBenchmarks}. */
 export interface BenchOptions {
@@ -386,5 +387,7 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
     ),
     '',
   );
+  // The scale section is written by `tailcut-lab streams` and `soak`: kept as it was.
+  out.push('', scaleSection(file));
   writeFileSync(file, `${out.join('\n')}\n`);
 }

@@ -195,7 +195,7 @@ export const ROUTE_OPTIONS = {
     { min: 1, max: 100_000, integer: true },
     {
       valid: 'integer 1 … 100,000',
-      doc: 'keys with an estimator of their own; the least recently used is dropped',
+      doc: 'keys with an estimator of their own (about 7 KiB each); the least recently used is dropped',
     },
   ),
 } satisfies OptionTable<RouteOptions>;

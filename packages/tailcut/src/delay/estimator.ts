@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { autoPercentile } from './auto-percentile.js';
+import { codeOf, latencyOf } from './log-scale.js';
 import { selectRank } from './select.js';
 
 /** The hedge-delay settings of a route (validated). */
@@ -13,8 +14,13 @@ export interface DelaySettings {
   minSamples: number;
 }
 
-/** Most latencies an estimator remembers (24 KiB): a p99 rests on 20 values above it. */
+/** Most latencies an estimator remembers (6 KiB): a p99 rests on 20 values above it. */
 export const CAPACITY = 2048;
+
+/** The top bit of a remembered code: the latency is a censored lower bound. */
+const CENSORED = 0x8000;
+/** Ticks a window is cut in: a latency's time is remembered to 1/256 of the window. */
+const TICKS = 256;
 
 /** Values above the percentile an estimate should rest on: fewer, and it is noise. */
 const TAIL_VALUES = 25;
@@ -64,10 +70,16 @@ const MAX_PERCENTILE = 99.9;
 export class DelayEstimator {
   private readonly settings: DelaySettings;
   private readonly clock: Clock;
-  private readonly values = new Float32Array(CAPACITY);
-  private readonly times = new Float64Array(CAPACITY);
-  /** 1 where the value is a censored lower bound (a primary cancelled while running). */
-  private readonly open = new Uint8Array(CAPACITY);
+  /**
+   * The latencies, as codes of log-scale.ts (within 0.034%), with {@link CENSORED} set where
+   * the value is a censored lower bound (a primary cancelled while running).
+   */
+  private readonly codes = new Uint16Array(CAPACITY);
+  /** When each latency was recorded: its tick (the clock's time ÷ `tickMs`), modulo 256. */
+  private readonly ticks = new Uint8Array(CAPACITY);
+  private readonly tickMs: number;
+  /** The tick of the newest latency. */
+  private lastTick = Number.NEGATIVE_INFINITY;
   /** Next slot to write. */
   private head = 0;
   private size = 0;
@@ -98,6 +110,7 @@ export class DelayEstimator {
     this.base = settings.percentile === 'auto' ? AUTO_BASE : settings.percentile;
     this.cachedPercentile = this.base;
     this.expiryMs = Math.min(1000, settings.windowMs / 30);
+    this.tickMs = settings.windowMs / TICKS;
   }
 
   /**
@@ -105,9 +118,13 @@ export class DelayEstimator {
    * attempt was cancelled or failed while still running).
    */
   record(elapsedMs: number, censored = false): void {
-    this.values[this.head] = elapsedMs;
-    this.open[this.head] = censored ? 1 : 0;
-    this.times[this.head] = this.clock.now();
+    const tick = Math.floor(this.clock.now() / this.tickMs);
+    // A window or more since the newest: all are forgotten (so that ticks modulo 256 never
+    // wrap between neighbours).
+    if (tick - this.lastTick >= TICKS) this.size = 0;
+    this.lastTick = tick;
+    this.codes[this.head] = codeOf(elapsedMs) | (censored ? CENSORED : 0);
+    this.ticks[this.head] = tick & (TICKS - 1);
     this.head = (this.head + 1) % CAPACITY;
     if (this.size < CAPACITY) this.size++;
     this.dirty = true;
@@ -185,7 +202,8 @@ export class DelayEstimator {
     let i = this.head;
     for (let k = 0; k < n; k++) {
       i = (i + CAPACITY - 1) % CAPACITY;
-      if (this.open[i] === 1) censoredScratch[m++] = this.values[i] as number;
+      const code = this.codes[i] as number;
+      if (code & CENSORED) censoredScratch[m++] = latencyOf(code & ~CENSORED);
     }
     scratch.subarray(0, n).sort();
     censoredScratch.subarray(0, m).sort();
@@ -200,15 +218,22 @@ export class DelayEstimator {
     return Math.min(MAX_PERCENTILE, Math.max(p, 100 * (1 - Math.max(0, affordable))));
   }
 
-  /** Copies the values recorded within the window into `scratch`, newest first; returns how many. */
+  /**
+   * Copies the values recorded within the window (less than 256 ticks ago) into `scratch`,
+   * newest first; returns how many.
+   */
   private gather(now: number): number {
-    const since = now - this.settings.windowMs;
+    let age = Math.floor(now / this.tickMs) - this.lastTick;
+    let tick = this.lastTick & (TICKS - 1);
     let n = 0;
     let i = this.head;
     while (n < this.size) {
       i = (i + CAPACITY - 1) % CAPACITY;
-      if ((this.times[i] as number) < since) break;
-      scratch[n++] = this.values[i] as number;
+      const t = this.ticks[i] as number;
+      age += (tick - t) & (TICKS - 1);
+      tick = t;
+      if (age >= TICKS) break;
+      scratch[n++] = latencyOf((this.codes[i] as number) & ~CENSORED);
     }
     return n;
   }

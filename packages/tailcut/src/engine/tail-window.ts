@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { WindowHistogram } from '../delay/window-histogram.js';
+import { LogHistogram } from '../delay/log-histogram.js';
 
 /** The seed metrics of a route's recent calls (end to end), in milliseconds where timed. */
 export interface TailStats {
@@ -18,54 +18,61 @@ export interface TailStats {
   slowRate: number;
 }
 
-/** A rolling window of a route's call durations, for the tail figures dashboards show. */
+/**
+ * A rolling window of a route's call durations, for the tail figures dashboards show: two
+ * log histograms (percentiles within 1%), each of half the window, so the figures cover the
+ * last half window to the whole of it. Rotation is lazy (on the clock readings): no timers.
+ */
 export class TailWindow {
-  private readonly window: WindowHistogram;
+  private readonly halfMs: number;
+  private current = new LogHistogram();
+  private previous = new LogHistogram();
+  /** The half window `current` covers (the clock's time ÷ half). */
+  private half: number;
 
   constructor(
     windowMs: number,
     private readonly clock: Clock,
     private readonly sloMs: number | undefined,
   ) {
-    this.window = new WindowHistogram(windowMs, clock.now());
+    this.halfMs = windowMs / 2;
+    this.half = Math.floor(clock.now() / this.halfMs);
   }
 
   record(ms: number): void {
-    this.window.record(ms * 1000, this.clock.now());
+    this.rotate();
+    this.current.record(ms);
   }
 
   stats(): TailStats {
-    const h = this.window.snapshot(this.clock.now());
-    const count = h.totalCount;
-    const at = (p: number) => h.getValueAtPercentile(p) / 1000;
-    const p50 = at(50);
-    const p99 = at(99);
+    this.rotate();
+    const h = new LogHistogram();
+    h.add(this.previous);
+    h.add(this.current);
+    const count = h.count;
+    const p50 = h.valueAt(50);
+    const p99 = h.valueAt(99);
     return {
       count,
       p50,
-      p95: at(95),
+      p95: h.valueAt(95),
       p99,
-      p999: at(99.9),
-      max: h.maxValue / 1000,
+      p999: h.valueAt(99.9),
+      max: h.max,
       cv: count > 0 && h.mean > 0 ? h.stdDeviation / h.mean : 0,
       tailAmplification: p50 > 0 ? p99 / p50 : 0,
-      slowRate: this.slowRate(count),
+      slowRate: this.sloMs === undefined || count === 0 ? 0 : h.countAbove(this.sloMs) / count,
     };
   }
 
-  /** Share of values above the SLO: a binary search over percentiles (read rarely). */
-  private slowRate(count: number): number {
-    if (this.sloMs === undefined || count === 0) return 0;
-    const h = this.window.snapshot(this.clock.now());
-    const sloUs = this.sloMs * 1000;
-    if (h.maxValue <= sloUs) return 0;
-    let lo = 0;
-    let hi = 100;
-    for (let i = 0; i < 30; i++) {
-      const mid = (lo + hi) / 2;
-      if (h.getValueAtPercentile(mid) <= sloUs) lo = mid;
-      else hi = mid;
-    }
-    return (100 - lo) / 100;
+  private rotate(): void {
+    const half = Math.floor(this.clock.now() / this.halfMs);
+    if (half <= this.half) return;
+    const old = this.previous;
+    this.previous = this.current;
+    this.current = old;
+    this.current.clear();
+    if (half - this.half > 1) this.previous.clear();
+    this.half = half;
   }
 }
