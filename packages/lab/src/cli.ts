@@ -97,7 +97,6 @@ const { values, positionals } = parseArgs({
     instances: { type: 'string' },
     'kill-at': { type: 'string' },
     'restart-at': { type: 'string' },
-    calls: { type: 'string' },
     clients: { type: 'string' },
     bare: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
