@@ -2,7 +2,7 @@ import type { BudgetPort } from '../budget/port.js';
 import type { Clock } from '../clock.js';
 import type { DelayEstimator } from '../delay/estimator.js';
 import type { KeyRequest } from '../request-view.js';
-import type { CallListener, Ending } from './listener.js';
+import { type CallListener, type Ending, SILENT } from './listener.js';
 import { type Answer, onOverload, verdict } from './policy.js';
 import {
   type AttemptContext,
@@ -155,6 +155,15 @@ export class Call<T extends Answer> implements RaceSpec<T>, StreamSink {
 
   tokenGap(ms: number): void {
     this.listener.tokenGap(ms / 1000);
+  }
+
+  /**
+   * True when output events after the first still matter: for telemetry (token counts and
+   * gaps), or for a `chunkTimeoutMs` that counts output events. Otherwise the transport stops
+   * framing the stream once the caller has it.
+   */
+  get countsTokens(): boolean {
+    return this.listener !== SILENT || this.route.settings.chunkTimeoutMs !== undefined;
   }
 
   /** A body chunk reached the caller. */

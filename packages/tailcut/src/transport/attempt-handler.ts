@@ -13,6 +13,8 @@ const NO_HEADERS: Headers = Object.freeze({});
 
 /** What the winner tells its call as the caller gets the body. */
 export interface Delivery {
+  /** False when nothing needs the output events after the first: framing stops then. */
+  readonly countsTokens: boolean;
   chunk(): void;
   end(error: unknown): void;
   /** Output events (first-token routes) that reached tailcut in the chunk just delivered. */
@@ -186,8 +188,12 @@ export class AttemptHandler implements Handler {
     if (this.controller !== undefined) controller.attach(this.controller);
     controller.onResume = () => this.flush();
     handler.onResponseStart?.(controller, this.status, this.headers, this.statusMessage);
+    this.headers = NO_HEADERS; // the caller has them; a stream may run for minutes
     if (this.pendingTokens > 0) delivery.tokens(this.pendingTokens);
     this.pendingTokens = 0;
+    // Past the commit, framing the stream (SSE parsing, a JSON parse per event) only feeds token
+    // telemetry and an output-event chunk timeout: without either, the bytes just flow.
+    if (!delivery.countsTokens) this.watch = undefined;
     this.flush();
   }
 

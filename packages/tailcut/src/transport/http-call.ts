@@ -159,6 +159,10 @@ export class HttpCall implements CallSpec<AttemptHandler>, Delivery {
     }
   }
 
+  get countsTokens(): boolean {
+    return this.call.countsTokens;
+  }
+
   chunk(): void {
     this.call.chunk();
   }
