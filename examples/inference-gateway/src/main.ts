@@ -11,9 +11,43 @@
 import { startFakeReplica } from './fleet.js';
 import { startGateway, startLoad } from './gateway.js';
 
-const seconds = Number(process.argv[2] ?? 0);
-const metricsPort = Number(process.env.METRICS_PORT ?? 9464);
-const rate = Number(process.env.RATE ?? 50);
+/** A setting read from the environment or the command line, or one clear line and exit 1. */
+function setting(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  valid: (n: number) => boolean,
+  rule: string,
+): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (raw.trim() === '' || !valid(n)) {
+    console.error(`inference-gateway: ${name} must be ${rule}; got ${JSON.stringify(raw)}`);
+    process.exit(1);
+  }
+  return n;
+}
+const seconds = setting(
+  'the run time (first argument, s)',
+  process.argv[2],
+  0,
+  (n) => n >= 0 && Number.isFinite(n),
+  'a number of seconds ≥ 0 (0: until Ctrl-C)',
+);
+const metricsPort = setting(
+  'METRICS_PORT',
+  process.env.METRICS_PORT,
+  9464,
+  (n) => Number.isInteger(n) && n >= 0 && n <= 65535,
+  'a port 0..65535 (0: any free port)',
+);
+const rate = setting(
+  'RATE',
+  process.env.RATE,
+  50,
+  (n) => n > 0 && n <= 10_000,
+  'calls per second, > 0 and ≤ 10,000',
+);
 const profile = { medianMs: 20, sigma: 0.4, stallProbability: 0.01, stallFactor: 10 };
 const replicas = await Promise.all([
   startFakeReplica('r1', profile, 1),

@@ -138,6 +138,8 @@ export function table(rows: Row[], sloMs: number, o: TableOptions = {}): string 
       "Latencies in ms from each call's intended send time (open loop). theory: docs/design.md's",
       'closed forms for this profile (independent replicas, exact percentiles, no queueing): what',
       'the strategy should give; far from it means too few calls in the tail, or a busy machine.',
+      `>${sloMs}ms: share of calls slower than ${sloMs} ms (the SLO). extra load: attempts beyond one per`,
+      'call, as a share of calls (hedges and retries the replicas had to serve).',
       ...lagNote(rows),
     ].join('\n');
   }
