@@ -63,7 +63,7 @@ function histogram() {
 }
 
 /** The no-hedging row: the tail of the primaries alone. */
-export function unhedged(calls: SimCalls): Pick<SimResult, 'p99' | 'p999'> {
+export function unhedgedTail(calls: SimCalls): Pick<SimResult, 'p99' | 'p999'> {
   const result = histogram();
   for (const ms of calls.primary) result.recordValue(Math.max(1, Math.round(ms * 1000)));
   return {
@@ -221,7 +221,7 @@ function routeTable(latencies: number[], o: SimulateOptions, count: number): str
   const row = (percentile: string, budget: string, p99: string, p999: string, extra: string) =>
     `${percentile.padEnd(14)}${budget.padStart(8)}${p99.padStart(10)}${p999.padStart(10)}${extra.padStart(12)}`;
   const calls = resample(latencies, count);
-  const baseline = unhedged(calls);
+  const baseline = unhedgedTail(calls);
   lines.push(
     '',
     row('percentile', 'budget', 'p99 ms', 'p99.9 ms', 'extra load'),
