@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { writeBenchmarks } from './bench/benchmarks.js';
 import { INFERENCE_SECONDS, measureInference } from './bench/inference.js';
 import { measureOverhead } from './bench/overhead.js';
@@ -11,7 +11,7 @@ import { D2_INTRO, D3_INTRO, d3Verdict } from './demo-text.js';
 import { COLD, D2, D3, type Profile, SHIFT } from './fleet/profile.js';
 import { measureFleetCost } from './fleet-budget/cost.js';
 import { fleetBudgetTable, runFleetBudget } from './fleet-budget/run.js';
-import { freshReportPath } from './report/file.js';
+import { freshReportPath, reportPathProblem } from './report/file.js';
 import { htmlReport, type TimelinePoint } from './report/html.js';
 import { type Progress, startProgress } from './report/progress.js';
 import { type Row, table } from './report/summary.js';
@@ -69,7 +69,7 @@ options:
   --wide          the full tables (theory beside each percentile, cost columns; ~170 columns)
   -h, --help      this text`;
 
-const { values, positionals } = parseArgs({
+const { values, positionals } = parse({
   allowPositionals: true,
   options: {
     profile: { type: 'string', default: 'd2' },
@@ -104,8 +104,35 @@ const { values, positionals } = parseArgs({
 });
 
 function fail(message: string): never {
-  console.error(`tailcut-lab: ${message}\n\n${HELP}`);
+  console.error(`tailcut-lab: ${message}\nsee tailcut-lab --help`);
   process.exit(2);
+}
+
+/**
+ * parseArgs on the command line, `--name -0.1` joined into `--name=-0.1` first (parseArgs
+ * refuses a value that starts with '-', and the range check then names the option and its
+ * value); a refusal (an unknown option, a missing value) is one line and exit code 2.
+ */
+function parse<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  const args: string[] = [];
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const next = argv[i + 1];
+    if (/^--[^=]+$/.test(arg) && next !== undefined && /^-[\d.]/.test(next)) {
+      args.push(`${arg}=${next}`);
+      i++;
+    } else args.push(arg);
+  }
+  try {
+    return parseArgs({ ...config, args } as T);
+  } catch (err) {
+    const { code, message } = err as NodeJS.ErrnoException;
+    const option = /'([^']+)'/.exec(message)?.[1];
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined)
+      fail(`unknown option ${option}`);
+    fail(message.split('\n')[0] as string);
+  }
 }
 
 function number(name: string, value: string | undefined, fallback: number): number {
@@ -219,6 +246,9 @@ const D3_DEMO: ScenarioDefaults = {
 const D2_DEMO: ScenarioDefaults = { rate: 200, seconds: 8, slo: 50, fixed: 50 };
 
 const command = positionals[0];
+const reportProblem =
+  command === 'demo' || command === 'run' ? reportPathProblem(reportPath('')) : undefined;
+if (reportProblem !== undefined) fail(reportProblem);
 if (values.help || command === undefined || command === 'help') {
   console.log(HELP);
 } else if (command === 'demo') {
@@ -270,7 +300,7 @@ if (values.help || command === undefined || command === 'help') {
       const n = Number(cell);
       if (cell.trim() === '' || !(n > 0 && n < below))
         fail(
-          `--${name} must be numbers between 0 and ${below}, comma-separated; got ${JSON.stringify(values[name])}`,
+          `--${name} must be numbers above 0 and below ${below} (both excluded), comma-separated; got ${JSON.stringify(values[name])}`,
         );
       return n;
     });

@@ -18,12 +18,16 @@ export { htmlReport, percentilePlot } from './report/html.js';
 export { type Row, summarize, table } from './report/summary.js';
 export { runScenario, type Scenario, STRATEGIES, type StrategyName } from './scenario.js';
 export {
+  aimedPercentile,
   recommend,
+  resample,
+  type SimCalls,
   type SimResult,
   type SimulateOptions,
   samplesNeeded,
   simulate,
   simulateTrace,
+  unhedgedTail,
 } from './sim/simulate.js';
 export {
   readTrace,

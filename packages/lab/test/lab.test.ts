@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { runScenario } from '../dist/scenario.js';
 import { D2 } from '../src/fleet/profile.js';
 import { normal, rng } from '../src/random.js';
-import { simulate, simulateTrace } from '../src/sim/simulate.js';
+import { resample, simulate, simulateTrace } from '../src/sim/simulate.js';
 
 describe('what-if simulator', () => {
   const random = rng(3);
@@ -16,7 +16,7 @@ describe('what-if simulator', () => {
   });
 
   it('replays a trace through the engine: hedging at p95 cuts p99 for ~5% extra load', () => {
-    const hedged = simulate(latencies, 95, 0.1, 100, 10_000);
+    const hedged = simulate(resample(latencies, 10_000), 95, 0.1, 100);
     const sorted = [...latencies].sort((a, b) => a - b);
     const unhedgedP99 = sorted[Math.ceil(0.99 * sorted.length) - 1] as number;
     expect(hedged.p99).toBeLessThan(unhedgedP99 * 0.8);
@@ -25,7 +25,7 @@ describe('what-if simulator', () => {
   });
 
   it('a smaller budget caps the extra load', () => {
-    const r = simulate(latencies, 80, 0.02, 100, 10_000);
+    const r = simulate(resample(latencies, 10_000), 80, 0.02, 100);
     expect(r.extraLoad).toBeLessThanOrEqual(0.021);
   });
 

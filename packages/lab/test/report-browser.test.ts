@@ -59,7 +59,10 @@ describe.runIf(BROWSER_TESTS)('the HTML report in chromium', () => {
       '--seconds',
       '1',
       '--rate',
-      '100',
+      '50',
+      // Seed 2: the measured tail stays under 100 ms while the theory's reaches ~500 ms.
+      '--seed',
+      '2',
       '--strategies',
       'none,tailcut',
     );
@@ -125,6 +128,47 @@ describe.runIf(BROWSER_TESTS)('the HTML report in chromium', () => {
       for (const s of mine) expect(s.length).toBeGreaterThan(100);
     }
     expect(series).toHaveLength(2 * strategies.length);
+
+    // Every series within the plot area: the y axis covers theory and measurement alike (the
+    // theory line was drawn above the frame), and the clip is only a guard.
+    const area = await plot.locator('#plot-area rect').evaluate((r) => ({
+      x: Number(r.getAttribute('x')),
+      y: Number(r.getAttribute('y')),
+      w: Number(r.getAttribute('width')),
+      h: Number(r.getAttribute('height')),
+    }));
+    const outside = await plot.locator('path[data-series]').evaluateAll(
+      (paths, a) =>
+        paths
+          .map((p) => ({
+            p,
+            b: (
+              p as unknown as {
+                getBBox(): { x: number; y: number; width: number; height: number };
+              }
+            ).getBBox(),
+          }))
+          .filter(
+            ({ b }) =>
+              b.x < a.x - 0.5 ||
+              b.y < a.y - 0.5 ||
+              b.x + b.width > a.x + a.w + 0.5 ||
+              b.y + b.height > a.y + a.h + 0.5,
+          )
+          .map(
+            ({ p, b }) =>
+              `${p.getAttribute('data-series')} ${p.getAttribute('data-strategy')}: y ${b.y.toFixed(0)}..${(b.y + b.height).toFixed(0)}`,
+          ),
+      area,
+    );
+    expect(outside).toEqual([]);
+    expect(
+      await plot
+        .locator('path[data-series]')
+        .evaluateAll((paths) =>
+          paths.every((p) => p.closest('g')?.getAttribute('clip-path') === 'url(#plot-area)'),
+        ),
+    ).toBe(true);
     await expect(page.locator('#timeline-plot').isVisible()).resolves.toBe(true);
 
     // Every label inside its plot's viewport (the x axis' "99.99%" was cut at the right edge).
@@ -143,6 +187,21 @@ describe.runIf(BROWSER_TESTS)('the HTML report in chromium', () => {
     expect(cut).toEqual([]);
     const labels = await plot.locator('text').allTextContents();
     expect(labels).toContain('99.99%');
+    await expect(page.locator('#timeline-plot text').allTextContents()).resolves.toContain(
+      'seconds since measurement started (negative: warm-up)',
+    );
+    // The wide tables scroll in their own boxes: the page itself never scrolls sideways.
+    type Box = { scrollWidth: number; clientWidth: number };
+    const html = await page.locator('html').evaluate((e) => {
+      const { scrollWidth, clientWidth } = e as unknown as Box;
+      return { scrollWidth, clientWidth };
+    });
+    const pre = await page
+      .locator('.scroll pre')
+      .evaluate((e) => (e as unknown as Box).scrollWidth);
+    const widths = { page: html.scrollWidth, view: html.clientWidth, pre };
+    expect(widths.page).toBeLessThanOrEqual(widths.view);
+    expect(widths.pre).toBeGreaterThan(widths.view);
 
     const png = join(dir, 'report.png');
     await page.screenshot({ path: png, fullPage: true });

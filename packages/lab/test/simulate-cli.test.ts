@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,12 +17,26 @@ function file(name: string, text: string): string {
   return path;
 }
 
-function lab(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'simulate', ...args], (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], (err, stdout, stderr) => {
       resolve({ code: err ? Number(err.code) : 0, stdout, stderr });
     });
   });
+}
+
+const lab = (...args: string[]) => cli('simulate', ...args);
+
+/** The table rows of a simulate output: percentile cell, budget, p99, p99.9, extra load. */
+function rows(stdout: string): { cell: string; p99: number; p999: number; extra: number }[] {
+  return [
+    ...stdout.matchAll(/^(no hedging|p\S+) +(?:-|[\d.]+%) +([\d.]+) +([\d.]+) +([\d.]+)%/gm),
+  ].map((m) => ({
+    cell: m[1] as string,
+    p99: Number(m[2]),
+    p999: Number(m[3]),
+    extra: Number(m[4]),
+  }));
 }
 
 const random = rng(5);
@@ -60,7 +74,7 @@ describe('tailcut-lab simulate', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('column "latency"');
     expect(r.stdout).toContain('2000 attempt latencies');
-    expect(r.stdout).toMatch(/p95 +5\.0% .*<- recommended/);
+    expect(r.stdout).toMatch(/p95→p96 +5\.0% .*<- recommended/);
     expect(r.stdout).toMatch(/recommended: hedge at p95 with a 5\.0% budget/);
     expect(r.stdout).toContain('The budget is a cap, not a spend');
   });
@@ -95,7 +109,7 @@ describe('tailcut-lab simulate', () => {
     expect(r.stdout).toContain('warning: p99 rests on 50 latencies; it needs at least 1,000');
     expect(r.stdout).toContain('warning: p95 rests on 50 latencies; it needs at least 200');
     // The tail it recommends on is p99 when there are too few for p99.9.
-    expect(r.stdout).toContain('(the lowest p99;');
+    expect(r.stdout).toContain('unhedged: the lowest p99;');
   });
 
   it('reads JSON lines: --column names the field, --route-column gives one table per route', async () => {
@@ -144,5 +158,171 @@ describe('tailcut-lab simulate', () => {
     const bad = await lab('--trace', broken, ...FAST);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('entry 1 (GET /a) has neither a time nor timings');
+  });
+
+  it('a bad argument is one line, a pointer to --help and exit code 2, never a stack', async () => {
+    const csv = file('args.csv', `latency_ms\n${latencies(100).join('\n')}\n`);
+    for (const [args, message] of [
+      [
+        ['--budgets', '-0.1'],
+        '--budgets must be numbers above 0 and below 1 (both excluded), comma-separated; got "-0.1"',
+      ],
+      [['--budgets', '0'], '--budgets must be numbers above 0 and below 1 (both excluded)'],
+      [['--percentiles', '100'], '--percentiles must be numbers above 0 and below 100 (both'],
+      [['--calls', '-3'], '--calls must be a positive number; got "-3"'],
+      [['--bogus', '1'], 'unknown option --bogus'],
+    ] as const) {
+      const r = await lab('--trace', csv, ...args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trim().split('\n');
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toContain(`tailcut-lab: ${message}`);
+      expect(lines[1]).toBe('see tailcut-lab --help');
+    }
+  });
+
+  it('run checks the --report directory before it runs anything', async () => {
+    const report = join(dir, 'nodir', 'x.html');
+    const r = await cli('run', '--rate', '50', '--seconds', '1', '--report', report);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(
+      `tailcut-lab: --report ${report}: the directory ${join(dir, 'nodir')} does not exist`,
+    );
+  });
+
+  it('prints a no-hedging row from the same calls; no hedged row is slower than it', async () => {
+    const csv = file('base.csv', `latency_ms\n${latencies(1000).join('\n')}\n`);
+    const r = await lab('--trace', csv, '--percentiles', '95,99', '--budgets', '0.01,0.1');
+    expect(r.code).toBe(0);
+    const [base, ...hedged] = rows(r.stdout);
+    expect(base?.cell).toBe('no hedging');
+    expect(base?.extra).toBe(0);
+    expect(hedged).toHaveLength(4);
+    for (const row of hedged) {
+      expect(row.p99).toBeLessThanOrEqual(base?.p99 as number);
+      expect(row.p999).toBeLessThanOrEqual(base?.p999 as number);
+    }
+    expect(r.stdout).toMatch(/\(against [\d.]+ ms unhedged: the lowest p99;/);
+  });
+
+  it('marks the rows where the budget, not the percentile, set the delay', async () => {
+    const csv = file('limited.csv', `latency_ms\n${latencies(2000).join('\n')}\n`);
+    const r = await lab('--trace', csv, '--percentiles', '80,99', '--budgets', '0.05,0.5');
+    expect(r.code).toBe(0);
+    expect(rows(r.stdout).map((row) => row.cell)).toEqual([
+      'no hedging',
+      'p80→p96',
+      'p80',
+      'p99',
+      'p99',
+    ]);
+    expect(r.stdout).toContain('p80→p96: the budget, not the percentile, set the delay');
+    expect(r.stdout).toContain('delay until hedges spend about 80% of the budget');
+    expect(r.stdout).not.toContain('only stops hedges beyond its ratio');
+    for (const line of r.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
+  });
+
+  it('does not hedge a call that ends at the delay, and says when hedging does not help', async () => {
+    const csv = file('const.csv', `latency_ms\n${'20\n'.repeat(2000)}`);
+    const r = await lab('--trace', csv, '--percentiles', '90,99', '--budgets', '0.05,0.1');
+    expect(r.code).toBe(0);
+    for (const row of rows(r.stdout)) expect(row).toMatchObject({ p99: 20, p999: 20, extra: 0 });
+    expect(r.stdout).toContain('hedging does not help on this trace');
+    expect(r.stdout).not.toContain('recommended');
+  });
+
+  it('ignores a byte order mark in JSON lines and HAR files', async () => {
+    const jsonl = file(
+      'bom.jsonl',
+      `\uFEFF${latencies(50)
+        .map((ms) => `{"ms": ${ms}}`)
+        .join('\n')}\n`,
+    );
+    const har = file(
+      'bom.har',
+      `\uFEFF${JSON.stringify({ log: { entries: [{ request: { method: 'GET', url: 'http://x/a' }, time: 20 }] } })}`,
+    );
+    for (const trace of [jsonl, har]) {
+      const r = await lab('--trace', trace, ...FAST);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    }
+  });
+
+  it('takes decimal numbers only, and refuses a latency over an hour', async () => {
+    for (const [value, message] of [
+      ['0x10', 'column "latency_ms" is "0x10", not a latency in ms (a decimal number ≥ 0)'],
+      ['Infinity', 'column "latency_ms" is "Infinity"'],
+      ['3600000000', '3600000000 ms is over an hour: is the trace in µs? ms expected'],
+      ['1e300', '1e300 ms is over an hour'],
+    ]) {
+      const csv = file('units.csv', `latency_ms\n20\n${value}\n21\n`);
+      const r = await lab('--trace', csv, ...FAST);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${csv}:3: ${message}`);
+    }
+    const slow = file('minutes.csv', `latency_ms\n${'90000\n'.repeat(100)}`);
+    const r = await lab('--trace', slow, ...FAST);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      'warning: the median latency is 90000 ms (over a minute): is the trace in µs? ms expected',
+    );
+  });
+
+  it('reads quoted CSV fields over several lines, and names a broken quote or a short row', async () => {
+    const body = latencies(300).map((v, i) => `"note ${i}\nsecond line",${v}`);
+    const csv = file('multiline.csv', `note,latency_ms\n${body.join('\n')}\n`);
+    const r = await lab('--trace', csv, ...FAST);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain('300 attempt latencies');
+    const open = file('open.csv', 'note,latency_ms\nx,20\n"oops,21\ny,22\n');
+    const broken = await lab('--trace', open, ...FAST);
+    expect(broken.stderr).toContain(`${open}:3: a quoted field opens here and is never closed`);
+    const short = file('short-row.csv', 'note,latency_ms\nx,20\n21\n');
+    const ragged = await lab('--trace', short, ...FAST);
+    expect(ragged.stderr).toContain(`${short}:3: the row has 1 field, the header 2`);
+  });
+
+  it('names the real problem: no rows, HAR content, a directory, another delimiter', async () => {
+    const har = JSON.stringify({
+      log: { entries: [{ request: { method: 'GET', url: 'http://x/a' }, time: 20 }] },
+    });
+    const cases = [
+      [file('header.csv', 'latency_ms\n'), 'a header line and no data rows'],
+      [file('semi.csv', 'ts;latency\n0;20\n'), 'separated by semicolons, not commas'],
+      [file('tabs.tsv', 'ts\tlatency\n0\t20\n'), 'separated by tabs, not commas'],
+    ];
+    for (const [trace, message] of cases) {
+      const r = await lab('--trace', trace as string, ...FAST);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    mkdirSync(join(dir, 'adir'));
+    const folder = await lab('--trace', join(dir, 'adir'), ...FAST);
+    expect(folder.stderr.trim().split('\n')[0]).toBe(
+      `tailcut-lab: cannot read the trace ${join(dir, 'adir')}: it is a directory`,
+    );
+    const json = await lab('--trace', file('saved.json', har), ...FAST);
+    expect(json.stderr).toBe('');
+    expect(json.stdout).toContain('(har, latency per entry)');
+  });
+
+  it('skips HAR entries that never completed, and says how many', async () => {
+    const entries = latencies(300).map((ms, i) =>
+      i % 3 === 0
+        ? {
+            request: { method: 'GET', url: 'http://x/a' },
+            time: -1,
+            timings: { blocked: -1, dns: -1, connect: -1, send: -1, wait: -1, receive: -1 },
+          }
+        : { request: { method: 'GET', url: 'http://x/a' }, time: Number(ms) },
+    );
+    const har = file('aborted.har', JSON.stringify({ log: { entries } }));
+    const r = await lab('--trace', har, ...FAST);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain('skipped 100 HAR entries with no timing (never completed)');
+    expect(r.stdout).toContain('route GET /a:\n200 attempt latencies');
   });
 });

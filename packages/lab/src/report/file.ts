@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { parse, resolve } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, parse, resolve } from 'node:path';
 
 /**
  * Where to write a report without overwriting an earlier one: `path` itself when it is free or
@@ -13,4 +13,22 @@ export function freshReportPath(path: string, force: boolean): string {
     const candidate = resolve(dir, `${name}-${n}${ext}`);
     if (!existsSync(candidate)) return candidate;
   }
+}
+
+/**
+ * Why a report cannot be written at `path` (its directory is missing, not a directory or not
+ * writable), or undefined when it can: checked before a run, not after it.
+ */
+export function reportPathProblem(path: string): string | undefined {
+  const dir = dirname(resolve(path));
+  try {
+    if (!statSync(dir).isDirectory()) return `--report ${path}: ${dir} is not a directory`;
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT'
+      ? `--report ${path}: the directory ${dir} does not exist`
+      : `--report ${path}: cannot write in ${dir} (${code})`;
+  }
+  return undefined;
 }

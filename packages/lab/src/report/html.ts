@@ -34,7 +34,12 @@ export function percentilePlot(rows: Row[], title: string): string {
   const qs: number[] = [];
   for (let n = 0; n <= 4; n += 0.05) qs.push(1 - 10 ** -n);
   const xOf = (q: number) => L + (Math.log10(1 / (1 - q)) / 4) * (w - L - R);
-  const values = rows.flatMap((r) => [r.histogram.getValueAtPercentile(50) / 1000, r.maxMs]);
+  // The axis covers both series: the theory's tail can lie far above the measured one.
+  const values = rows.flatMap((r) => {
+    const s = r.theorySurvival;
+    const theory = s ? [quantile(s, 0.5), quantile(s, qs[qs.length - 1] as number)] : [];
+    return [r.histogram.getValueAtPercentile(50) / 1000, r.maxMs, ...theory];
+  });
   const yMin = Math.floor(Math.log10(Math.max(0.1, Math.min(...values) / 2)));
   const yMax = Math.ceil(Math.log10(Math.max(...values)));
   const yOf = (ms: number) =>
@@ -60,6 +65,12 @@ export function percentilePlot(rows: Row[], title: string): string {
     out.push(`<line x1="${x}" x2="${x}" y1="${T}" y2="${h - B}" stroke="#ddd"/>`);
     out.push(`<text x="${x}" y="${h - B + 16}" text-anchor="middle">${label}</text>`);
   }
+  // The series are clipped to the plot area too, in case a value lies beyond the axis' range.
+  out.push(
+    `<clipPath id="plot-area"><rect x="${L}" y="${T}" width="${w - L - R}" height="${h - T - B}"/></clipPath>`,
+    '<g clip-path="url(#plot-area)">',
+  );
+  const legend: string[] = [];
   rows.forEach((r, i) => {
     const color = COLORS[i % COLORS.length];
     const measured = qs.map((q): [number, number] => [
@@ -77,9 +88,12 @@ export function percentilePlot(rows: Row[], title: string): string {
         `<path data-series="theory" ${series} d="${line(theory)}" fill="none" stroke="${color}" stroke-width="1" stroke-dasharray="4 3"/>`,
       );
     }
-    out.push(`<rect x="${L + 10}" y="${T + 10 + i * 18}" width="14" height="4" fill="${color}"/>`);
-    out.push(`<text x="${L + 30}" y="${T + 16 + i * 18}">${esc(r.strategy)}</text>`);
+    legend.push(
+      `<rect x="${L + 10}" y="${T + 10 + i * 18}" width="14" height="4" fill="${color}"/>`,
+      `<text x="${L + 30}" y="${T + 16 + i * 18}">${esc(r.strategy)}</text>`,
+    );
   });
+  out.push('</g>', ...legend);
   out.push(
     `<text x="${w - R}" y="${h - 10}" text-anchor="end" fill="#666">solid: measured; dashed: theory</text>`,
   );
@@ -130,7 +144,9 @@ export function timelinePlot(
   for (let s = Math.ceil(x0); s <= x1; s++) {
     out.push(`<text x="${xOf(s)}" y="${h - B + 16}" text-anchor="middle">${s}</text>`);
   }
-  out.push(`<text x="${(L + w - R) / 2}" y="${h - 12}" text-anchor="middle">seconds</text>`);
+  out.push(
+    `<text x="${(L + w - R) / 2}" y="${h - 12}" text-anchor="middle">seconds since measurement started (negative: warm-up)</text>`,
+  );
   for (let k = 0; k <= 4; k++) {
     const ms = (yTop * k) / 4;
     out.push(`<text x="${L - 6}" y="${yOf(ms) + 4}" text-anchor="end">${ms.toFixed(0)} ms</text>`);
@@ -176,10 +192,10 @@ export function htmlReport(
     )
     .join('');
   return `<!doctype html><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right}td:first-child{text-align:left}</style>
+<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right}td:first-child{text-align:left}.scroll{overflow-x:auto;max-width:100%}</style>
 <h1>${esc(title)}</h1>
 ${percentilePlot(rows, 'Latency by percentile (log scales)')}
 ${timeline && timeline.points.length > 0 ? timelinePlot(timeline.points, timeline.profile, timeline.percentile) : ''}
-<table><tr><th>strategy</th>${PERCENTILES.map((p) => `<th>p${p} ms</th>`).join('')}<th>extra load</th></tr>${cells}</table>
-<pre>${esc(tableText)}</pre>`;
+<div class="scroll"><table><tr><th>strategy</th>${PERCENTILES.map((p) => `<th>p${p} ms</th>`).join('')}<th>extra load</th></tr>${cells}</table></div>
+<div class="scroll"><pre>${esc(tableText)}</pre></div>`;
 }
