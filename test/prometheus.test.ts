@@ -17,6 +17,8 @@ import { waitFor } from '../packages/tailcut/test/support/wait.js';
 
 const root = new URL('..', import.meta.url).pathname;
 /** How long the committed panel's run lasts (UPDATE_PANEL=1), s. */
+/** The side-by-side panel's series: each gateway's p50 and p99 of the embeddings route. */
+const SIDE_BY_SIDE = ['p50 no-hedging', 'p50 tailcut', 'p99 no-hedging', 'p99 tailcut'] as const;
 const PANEL_SECONDS = 90;
 const dashboard = JSON.parse(
   readFileSync(join(root, 'examples/dashboards/tailcut-grafana.json'), 'utf8'),
@@ -120,6 +122,10 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
           );
           missing = expressions.filter((_, i) => empty[i]).map((e) => e.expr);
           if (!drawable(await latencySeries())) missing.push('(latency panel: no value)');
+          const jobs = new Set((await embeddingsByJob()).map((series) => series.label));
+          for (const label of SIDE_BY_SIDE) {
+            if (!jobs.has(label)) missing.push(`(embeddings by job: no ${label})`);
+          }
           return missing.length === 0;
         },
         {
@@ -220,6 +226,15 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
     }
     return series;
   };
+  /** The latency panel's query per job, for the embeddings route: one line per gateway. */
+  const embeddingsByJob = () => {
+    const q = (quantile: number) =>
+      `histogram_quantile(${quantile}, sum by (le, job) (rate(tailcut_request_duration_bucket{tailcut_route="embeddings"}[$__rate_interval])))`;
+    return rangeSeries([
+      { expr: q(0.5), legendFormat: 'p50 {{job}}' },
+      { expr: q(0.99), legendFormat: 'p99 {{job}}' },
+    ]);
+  };
   /** The dashboard's latency panel (both gateways summed, as its instance variable's All). */
   const latencySeries = () => rangeSeries(dashboard.panels[0]?.targets ?? []);
   /** Whether a series has a point the panel can draw (finite, above zero on its log scale). */
@@ -234,19 +249,8 @@ describe.runIf(available)('Grafana dashboard over a real Prometheus', () => {
   });
 
   it('renders the embeddings route with and without hedging, side by side, to SVG', async () => {
-    // The panel's query per job: one line per gateway instead of their sum.
-    const q = (quantile: number) =>
-      `histogram_quantile(${quantile}, sum by (le, job) (rate(tailcut_request_duration_bucket{tailcut_route="embeddings"}[$__rate_interval])))`;
-    const series = await rangeSeries([
-      { expr: q(0.5), legendFormat: 'p50 {{job}}' },
-      { expr: q(0.99), legendFormat: 'p99 {{job}}' },
-    ]);
-    expect(series.map((s) => s.label).sort()).toEqual([
-      'p50 no-hedging',
-      'p50 tailcut',
-      'p99 no-hedging',
-      'p99 tailcut',
-    ]);
+    const series = await embeddingsByJob();
+    expect(series.map((s) => s.label).sort()).toEqual([...SIDE_BY_SIDE]);
     const svg = renderPanelSvg(
       'embeddings: call latency with tailcut and without (same replicas, same load)',
       series,
