@@ -113,6 +113,12 @@ export async function writeBenchmarks(file: string, o: BenchOptions = {}): Promi
   out.push('', 'Targets:');
   if (fetchHedge?.cpuOverhead !== undefined)
     out.push(target('fetch path CPU overhead', fetchHedge.cpuOverhead * 100, 8, '%'));
+  const fetchPass = byId('fetch-passthrough');
+  if (fetchHedge?.cpuOverhead !== undefined && fetchPass?.cpuOverhead !== undefined) {
+    out.push(
+      `  (of which the pass-through floor, undici 7 converting fetch's legacy handler for any interceptor: ${pct(fetchPass.cpuOverhead)}; tailcut beyond it: ${pct(fetchHedge.cpuOverhead - fetchPass.cpuOverhead)})`,
+    );
+  }
   if (reqHedge?.cpuOverhead !== undefined)
     out.push(target('interceptor CPU overhead', reqHedge.cpuOverhead * 100, 10, '%'));
   if (fetchBare && fetchHedge) {

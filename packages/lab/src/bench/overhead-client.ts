@@ -99,8 +99,13 @@ async function makeCall(): Promise<(path: string) => Promise<void>> {
     case 'request-hedge-before':
     case 'request-hedge-otel':
       return request(new undici.Agent().compose(hedge({ routes: [neverFiring] })));
-    case 'fetch-bare': {
-      const dispatcher = new undici.Agent();
+    case 'fetch-bare':
+    case 'fetch-passthrough': {
+      const agent = new undici.Agent();
+      const dispatcher =
+        variant === 'fetch-bare'
+          ? agent
+          : agent.compose((dispatch) => (opts, h) => dispatch(opts, new PassThrough(h)));
       return async (path) => {
         await (await undici.fetch(origin + path, { dispatcher })).text();
       };

@@ -28,6 +28,12 @@ const ALL_VARIANTS = [
     rate: 4000,
   },
   { id: 'fetch-bare', name: 'undici.fetch, bare Agent', rate: 2000 },
+  {
+    id: 'fetch-passthrough',
+    name: 'undici.fetch, pass-through interceptor',
+    baseline: 'fetch-bare',
+    rate: 2000,
+  },
   { id: 'fetch-hedge', name: 'createHedgedFetch', baseline: 'fetch-bare', rate: 2000 },
   {
     id: 'fetch-hedge-otel',
