@@ -28,7 +28,7 @@ describe('budget port: attach and observe (for budgets shared beyond a process)'
     });
     expect(attached.map((r) => r.name)).toEqual(['a', 'b']);
     attached[0]?.seed(Array.from({ length: 100 }, (_, i) => i + 1));
-    // Latencies are remembered as log codes, within 0.034%.
+    // Latencies are remembered as log codes, at or above, within 0.067%.
     expect(client.stats().routes.a?.delayMs).toBeCloseTo(95, 1);
     expect(client.stats().routes.b?.delayMs).toBe(100);
     await client.close();

@@ -81,10 +81,12 @@ describe('log histogram: percentiles within 1% of the exact ones', () => {
     });
   }
 
-  it('reads codes back within 0.034%, and in order', () => {
+  it('reads codes back at or above the value, within 0.067%, and in order', () => {
     fc.assert(
       fc.property(fc.double({ min: 0.001, max: 3_600_000, noNaN: true }), (ms) => {
-        expect(Math.abs(latencyOf(codeOf(ms)) / ms - 1)).toBeLessThanOrEqual(0.00034);
+        const back = latencyOf(codeOf(ms)) / ms - 1;
+        expect(back).toBeGreaterThanOrEqual(-1e-12);
+        expect(back).toBeLessThanOrEqual(0.00067);
       }),
     );
     fc.assert(

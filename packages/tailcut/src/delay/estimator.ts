@@ -71,7 +71,7 @@ export class DelayEstimator {
   private readonly settings: DelaySettings;
   private readonly clock: Clock;
   /**
-   * The latencies, as codes of log-scale.ts (within 0.034%), with {@link CENSORED} set where
+   * The latencies, as codes of log-scale.ts (at or above, within 0.067%), with {@link CENSORED} set where
    * the value is a censored lower bound (a primary cancelled while running).
    */
   private readonly codes = new Uint16Array(CAPACITY);

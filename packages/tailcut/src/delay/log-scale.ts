@@ -1,8 +1,9 @@
 /**
  * Latencies as 15-bit codes on a logarithmic scale over 1 µs..1 h: code 0 is below a
  * microsecond (read back as 0), codes 1..32767 are spaced by a factor of 1.00067, so a value
- * read back is within 0.034% of the one recorded. The delay estimator keeps its memory in them
- * (two bytes a latency).
+ * reads back at or above the one recorded, within 0.067%: rounded up, a delay read from them
+ * never fires before a latency that was recorded (a call that took exactly the delay is not
+ * hedged). The delay estimator keeps its memory in them (two bytes a latency).
  */
 
 /** Lowest latency told apart from zero, ms (1 µs). */
@@ -19,7 +20,8 @@ const STEP = Math.log(HIGHEST_MS / LOWEST_MS) / (MAX_CODE - 1);
 export function codeOf(ms: number): number {
   if (!(ms >= LOWEST_MS)) return 0;
   if (ms >= HIGHEST_MS) return MAX_CODE;
-  return 1 + Math.round(Math.log(ms / LOWEST_MS) / STEP);
+  // Up, less a hair for the rounding error of log(): a code's own latency keeps its code.
+  return 1 + Math.ceil(Math.log(ms / LOWEST_MS) / STEP - 1e-9);
 }
 
 /** The latency (ms) a code stands for. */
